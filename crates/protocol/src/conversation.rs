@@ -1,0 +1,51 @@
+//! The Conversations view of a Session: the same row, `conv_<uuid>` ids.
+
+use crate::session::SessionRecord;
+use crate::{Metadata, ids};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// `POST /v1/conversations`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationCreate {
+    #[serde(default)]
+    pub items: Option<Vec<Value>>,
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+}
+
+/// `POST /v1/conversations/{conversation_id}`: metadata is required (null clears).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationUpdate {
+    pub metadata: Option<Metadata>,
+}
+
+/// The Conversation resource.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Conversation {
+    pub id: String,
+    pub object: String,
+    pub created_at: i64,
+    pub metadata: Metadata,
+}
+
+/// `DELETE /v1/conversations/{conversation_id}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ConversationDeleted {
+    pub id: String,
+    pub object: String,
+    pub deleted: bool,
+}
+
+impl Conversation {
+    pub fn of(session: &SessionRecord) -> Self {
+        Self {
+            id: ids::conversation_id(session.id),
+            object: "conversation".into(),
+            created_at: session.created_at,
+            metadata: session.metadata.clone(),
+        }
+    }
+}

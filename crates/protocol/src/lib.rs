@@ -1,0 +1,28 @@
+//! Wire types of the rebyte API, shaped exactly as the `openai==3.57.0` client
+//! parses and sends them.
+//!
+//! # Layout
+//! - [`ids`]: id formats and prefixes (`conv_`, `resp_`, `rbk_`, `agent_` …).
+//! - [`error`]: the error body `{"error":{type,code,message,param}}`.
+//! - [`list`]: cursor pagination parameters and the list envelope.
+//! - [`agent`]: saved Agents (create/update requests and the resource).
+//! - [`tool`]: tool definitions: client functions and MCP servers.
+//! - [`session`]: Sessions, their agent snapshot and environment choice.
+//! - [`conversation`]: the Conversations view of a Session.
+//! - [`admin`]: organizations and API keys.
+//! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
+//!
+//! Nothing here performs I/O: this crate is serde and plain data.
+
+pub mod admin;
+pub mod agent;
+pub mod conversation;
+pub mod error;
+pub mod ids;
+pub mod list;
+pub mod session;
+pub mod tool;
+pub mod validate;
+
+/// String key-value pairs attached to a resource (≤ 16 pairs, keys ≤ 64, values ≤ 512 chars).
+pub type Metadata = std::collections::BTreeMap<String, String>;

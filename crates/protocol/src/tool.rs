@@ -1,0 +1,161 @@
+//! Tool definitions: client functions (`type: "function"`) and MCP servers
+//! (`type: "mcp"`). Requests use [`ToolParam`]; resources show [`Tool`], which
+//! never carries inline secrets (`authorization`, `headers`, `env`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// A tool as a request supplies it, and as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolParam {
+    Function(FunctionTool),
+    Mcp(McpToolParam),
+}
+
+/// A function defined by the application: the turn waits for its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FunctionTool {
+    pub name: String,
+    pub description: String,
+    pub parameters: Map<String, Value>,
+    #[serde(default)]
+    pub defer_loading: bool,
+    #[serde(rename = "async", default, skip_serializing_if = "Option::is_none")]
+    pub async_: Option<bool>,
+}
+
+/// Where outbound MCP HTTP connections originate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ConnectionOrigin {
+    Service,
+    Environment,
+}
+
+/// An MCP server as a request configures it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct McpToolParam {
+    pub server_label: String,
+    pub transport: McpTransportParam,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_origin: Option<ConnectionOrigin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credential_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_metadata: Option<Map<String, Value>>,
+    #[serde(default)]
+    pub required: bool,
+}
+
+/// The transport of an MCP server as a request configures it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpTransportParam {
+    Http {
+        server_url: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        authorization: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        headers: Option<BTreeMap<String, String>>,
+    },
+    Stdio {
+        command: String,
+        cwd: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<Vec<String>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        env: Option<BTreeMap<String, String>>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        env_vars: Option<Vec<String>>,
+    },
+}
+
+/// A tool as resources show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Tool {
+    Function(FunctionTool),
+    Mcp(McpTool),
+}
+
+/// An MCP server as resources show it: no inline secrets.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct McpTool {
+    pub server_label: String,
+    pub transport: McpTransport,
+    pub allowed_tools: Option<Vec<String>>,
+    pub connection_origin: ConnectionOrigin,
+    pub credential_id: Option<String>,
+    pub request_metadata: Map<String, Value>,
+    pub required: bool,
+}
+
+/// The transport of an MCP server as resources show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpTransport {
+    Http {
+        server_url: String,
+        /// Always empty: header values are never returned.
+        headers: BTreeMap<String, String>,
+    },
+    Stdio {
+        args: Vec<String>,
+        command: String,
+        cwd: String,
+        env_vars: Vec<String>,
+    },
+}
+
+impl McpToolParam {
+    /// The origin the server derives: stdio is always `environment`; HTTP
+    /// defaults to `service`.
+    pub fn effective_origin(&self) -> ConnectionOrigin {
+        match (&self.transport, self.connection_origin) {
+            (McpTransportParam::Stdio { .. }, _) => ConnectionOrigin::Environment,
+            (McpTransportParam::Http { .. }, origin) => origin.unwrap_or(ConnectionOrigin::Service),
+        }
+    }
+}
+
+impl ToolParam {
+    /// The public view of this tool, with every inline secret left out.
+    pub fn view(&self) -> Tool {
+        match self {
+            ToolParam::Function(f) => Tool::Function(f.clone()),
+            ToolParam::Mcp(m) => Tool::Mcp(McpTool {
+                server_label: m.server_label.clone(),
+                transport: match &m.transport {
+                    McpTransportParam::Http { server_url, .. } => {
+                        McpTransport::Http { server_url: server_url.clone(), headers: BTreeMap::new() }
+                    }
+                    McpTransportParam::Stdio { command, cwd, args, env_vars, .. } => McpTransport::Stdio {
+                        args: args.clone().unwrap_or_default(),
+                        command: command.clone(),
+                        cwd: cwd.clone(),
+                        env_vars: env_vars.clone().unwrap_or_default(),
+                    },
+                },
+                allowed_tools: m.allowed_tools.clone(),
+                connection_origin: m.effective_origin(),
+                credential_id: m.credential_id.clone(),
+                request_metadata: m.request_metadata.clone().unwrap_or_default(),
+                required: m.required,
+            }),
+        }
+    }
+
+    /// The name the tool is known by: a function's name or an MCP server label.
+    pub fn name(&self) -> &str {
+        match self {
+            ToolParam::Function(f) => &f.name,
+            ToolParam::Mcp(m) => &m.server_label,
+        }
+    }
+}

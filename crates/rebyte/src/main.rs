@@ -1,0 +1,164 @@
+//! The `rebyte` binary: `serve` runs the server; `keys` manages organization
+//! API keys directly on a data directory (the server may be running).
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use protocol::admin::Scope;
+use server::{Config, keys};
+use std::path::PathBuf;
+
+#[derive(Parser)]
+#[command(name = "rebyte", version, about = "A self-hosted agent platform server")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Storage {
+    /// Where the database, the bootstrap key and environments live.
+    #[arg(long, env = "REBYTE_DATA_DIR", default_value = "./rebyte-data")]
+    data_dir: PathBuf,
+    /// A sqlite://PATH URL; defaults to <data-dir>/rebyte.db.
+    #[arg(long, env = "REBYTE_DATABASE_URL")]
+    database_url: Option<String>,
+}
+
+impl Storage {
+    fn config(&self) -> Config {
+        let mut c = Config::new(&self.data_dir);
+        c.database_url = self.database_url.clone();
+        c
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the server.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, env = "REBYTE_LISTEN", default_value = "127.0.0.1:8787")]
+        listen: String,
+        #[command(flatten)]
+        storage: Storage,
+        /// Largest request body in bytes.
+        #[arg(long, default_value_t = server::DEFAULT_BODY_LIMIT)]
+        body_limit: usize,
+    },
+    /// Manage organization API keys.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Create a key (and the organization, if new); prints the key once.
+    Create {
+        #[arg(long)]
+        org: String,
+        /// Comma-separated scopes.
+        #[arg(long, value_delimiter = ',', default_value = "tasks:read,tasks:write")]
+        scopes: Vec<String>,
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        storage: Storage,
+    },
+    /// List keys (never their secrets).
+    List {
+        #[arg(long)]
+        org: Option<String>,
+        #[command(flatten)]
+        storage: Storage,
+    },
+    /// Revoke a key by id.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        storage: Storage,
+    },
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("REBYTE_LOG").unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    match Cli::parse().command {
+        Command::Serve { listen, storage, body_limit } => {
+            let mut config = storage.config();
+            config.body_limit = body_limit;
+            config.bootstrap_key = std::env::var("REBYTE_BOOTSTRAP_KEY").ok().filter(|k| !k.is_empty());
+            let listener =
+                tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
+            server::serve(config, listener, shutdown_signal()).await?;
+            Ok(())
+        }
+        Command::Keys { command } => keys_command(command).await,
+    }
+}
+
+async fn keys_command(command: KeysCommand) -> Result<()> {
+    match command {
+        KeysCommand::Create { org, scopes, name, storage } => {
+            let scopes =
+                scopes.iter().map(|s| s.parse::<Scope>()).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
+            let store = server::open_store(&storage.config()).await?;
+            let org = keys::ensure_organization(store.as_ref(), &org).await?;
+            let created = keys::create_key(store.as_ref(), &org.id, name, scopes, None).await?;
+            eprintln!("Created key {} for organization '{}' ({}). It is shown once:", created.key.id, org.name, org.id);
+            println!("{}", created.secret);
+        }
+        KeysCommand::List { org, storage } => {
+            let store = server::open_store(&storage.config()).await?;
+            let org_id = match org {
+                Some(name) => match store.find_organization(&name).await? {
+                    Some(o) => Some(o.id),
+                    None => bail!("no organization named '{name}'"),
+                },
+                None => None,
+            };
+            for k in store.list_api_keys(org_id.as_deref()).await? {
+                let scopes: Vec<&str> = k.scopes.iter().map(|s| s.as_str()).collect();
+                let state = if k.revoked_at.is_some() { "revoked" } else { "active" };
+                println!(
+                    "{}\t{}\t{}…\t{}\t{}\t{}",
+                    k.id,
+                    k.org_id,
+                    k.prefix,
+                    scopes.join(","),
+                    state,
+                    k.name.unwrap_or_default()
+                );
+            }
+        }
+        KeysCommand::Revoke { id, storage } => {
+            let store = server::open_store(&storage.config()).await?;
+            if !store.revoke_api_key(None, &id, server::now()).await? {
+                bail!("no key with id '{id}'");
+            }
+            println!("revoked {id}");
+        }
+    }
+    Ok(())
+}
+
+/// Resolves on SIGINT or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+    tracing::info!("shutting down");
+}

@@ -1,0 +1,98 @@
+//! Authentication: `Authorization: Bearer rbk_…` → the organization and scopes
+//! of that key. A small cache in front of the store keeps the hot path off
+//! SQLite; entries live a few seconds so that a revocation made by another
+//! process (the CLI) takes effect quickly, and a revocation through this
+//! server's admin endpoint takes effect at once.
+
+use crate::error::ApiError;
+use crate::keys::hash_secret;
+use crate::state::AppState;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use protocol::admin::Scope;
+use std::collections::HashMap;
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+use store::ApiKeyRecord;
+
+/// How long a looked-up key is trusted without asking the store again.
+const CACHE_TTL: Duration = Duration::from_secs(5);
+/// Past this many entries the cache is emptied rather than grown.
+const CACHE_MAX: usize = 10_000;
+
+/// The caller, as its key says.
+#[derive(Debug, Clone)]
+pub struct Auth {
+    pub org_id: String,
+    pub key_id: String,
+    pub scopes: Vec<Scope>,
+}
+
+impl Auth {
+    /// 403 unless the key has `scope`.
+    pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if self.scopes.contains(&scope) { Ok(()) } else { Err(ApiError::MissingScope(scope)) }
+    }
+}
+
+/// Key records by hash, each with the time it was read.
+#[derive(Default)]
+pub struct KeyCache {
+    // A read-mostly map: every request reads, only misses and revocations write.
+    entries: RwLock<HashMap<String, (ApiKeyRecord, Instant)>>,
+}
+
+impl KeyCache {
+    fn get(&self, hash: &str) -> Option<ApiKeyRecord> {
+        let entries = self.entries.read().ok()?;
+        let (record, at) = entries.get(hash)?;
+        (at.elapsed() < CACHE_TTL).then(|| record.clone())
+    }
+
+    fn put(&self, record: ApiKeyRecord) {
+        if let Ok(mut entries) = self.entries.write() {
+            if entries.len() >= CACHE_MAX {
+                entries.clear();
+            }
+            entries.insert(record.hash.clone(), (record, Instant::now()));
+        }
+    }
+
+    /// Forgets a key (after a revocation).
+    pub fn forget(&self, key_id: &str) {
+        if let Ok(mut entries) = self.entries.write() {
+            entries.retain(|_, (r, _)| r.id != key_id);
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for Auth {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        let header = parts
+            .headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| ApiError::Unauthorized("Missing API key: send 'Authorization: Bearer rbk_…'.".into()))?;
+        let secret = header
+            .strip_prefix("Bearer ")
+            .or_else(|| header.strip_prefix("bearer "))
+            .map(str::trim)
+            .ok_or_else(|| ApiError::Unauthorized("The Authorization header must be 'Bearer rbk_…'.".into()))?;
+        let hash = hash_secret(secret);
+        let record = match state.keys.get(&hash) {
+            Some(r) => r,
+            None => {
+                let found = state.store.find_api_key(&hash).await?;
+                let record = found.ok_or_else(|| ApiError::Unauthorized("Incorrect API key provided.".into()))?;
+                state.keys.put(record.clone());
+                record
+            }
+        };
+        if record.revoked_at.is_some() {
+            return Err(ApiError::Unauthorized("This API key has been revoked.".into()));
+        }
+        Ok(Auth { org_id: record.org_id, key_id: record.id, scopes: record.scopes })
+    }
+}

@@ -1,0 +1,129 @@
+//! Request extraction with errors in our shape: JSON bodies whose failures name
+//! the field (`agent.tools[0].type`), bodies over the limit answered 413, list
+//! query strings, and ids parsed from paths.
+
+use crate::error::{ApiError, ApiResult};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
+use protocol::list::{MAX_LIMIT, Order, PageRequest};
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+/// A JSON body. An empty body reads as `{}`.
+pub struct Json<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| match e {
+            BytesRejection::FailedToBufferBody(inner)
+                if inner.to_string().contains("length limit") || format!("{inner:?}").contains("LengthLimit") =>
+            {
+                ApiError::TooLarge("The request body is larger than this server accepts.".into())
+            }
+            other => ApiError::Invalid { param: None, code: "invalid_body", message: other.body_text() },
+        })?;
+        parse_json(if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes }).map(Json)
+    }
+}
+
+/// Parses JSON, naming the path of the first field that does not fit.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let param = (path != ".").then_some(path);
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::Invalid {
+                param: None,
+                code: "invalid_json",
+                message: format!("The body is not valid JSON: {inner}"),
+            }
+        } else {
+            let message = match &param {
+                Some(p) => format!("Invalid value for '{p}': {inner}"),
+                None => format!("Invalid request body: {inner}"),
+            };
+            ApiError::Invalid { param, code: "invalid_value", message }
+        }
+    })?;
+    de.end().map_err(|e| ApiError::Invalid {
+        param: None,
+        code: "invalid_json",
+        message: format!("The body is not valid JSON: {e}"),
+    })?;
+    Ok(value)
+}
+
+/// The parsed query string of a list request.
+#[derive(Debug, Default)]
+pub struct ListQuery {
+    pub page: PageRequest,
+    /// Other parameters, for the endpoint to read and check.
+    pub rest: Vec<(String, String)>,
+}
+
+impl ListQuery {
+    /// Parses `limit`, `after`, `before` and `order`, leaving the rest; any
+    /// parameter not in `allowed` (besides those four) is rejected.
+    pub fn parse(raw: Option<&str>, allowed: &[&str]) -> ApiResult<Self> {
+        let mut out = ListQuery::default();
+        for (key, value) in form_urlencoded::parse(raw.unwrap_or("").as_bytes()) {
+            let (key, value) = (key.into_owned(), value.into_owned());
+            match key.as_str() {
+                "limit" => {
+                    let n: u32 = value
+                        .parse()
+                        .map_err(|_| ApiError::invalid("limit", format!("limit must be an integer, got '{value}'")))?;
+                    if !(1..=MAX_LIMIT).contains(&n) {
+                        return Err(ApiError::invalid(
+                            "limit",
+                            format!("limit must be between 1 and {MAX_LIMIT}, got {n}"),
+                        ));
+                    }
+                    out.page.limit = n;
+                }
+                "after" => out.page.after = Some(value),
+                "before" => out.page.before = Some(value),
+                "order" => {
+                    out.page.order = match value.as_str() {
+                        "asc" => Order::Asc,
+                        "desc" => Order::Desc,
+                        _ => {
+                            return Err(ApiError::invalid(
+                                "order",
+                                format!("order must be 'asc' or 'desc', got '{value}'"),
+                            ));
+                        }
+                    }
+                }
+                _ if allowed.iter().any(|a| key == *a || (a.ends_with('[') && key.starts_with(a))) => {
+                    out.rest.push((key, value))
+                }
+                _ => {
+                    return Err(ApiError::invalid(key.clone(), format!("unknown query parameter '{key}'")));
+                }
+            }
+        }
+        if out.page.after.is_some() && out.page.before.is_some() {
+            return Err(ApiError::invalid("before", "after and before cannot be combined"));
+        }
+        Ok(out)
+    }
+}
+
+/// Parses a Session id from a path segment.
+pub fn session_id(raw: &str) -> ApiResult<Uuid> {
+    protocol::ids::parse_session_id(raw)
+        .ok_or_else(|| ApiError::invalid("session_id", format!("'{raw}' is not a session id: expected a UUID")))
+}
+
+/// Parses a Conversation id (`conv_<uuid>`) from a path segment.
+pub fn conversation_id(raw: &str) -> ApiResult<Uuid> {
+    protocol::ids::parse_conversation_id(raw).ok_or_else(|| {
+        ApiError::invalid("conversation_id", format!("'{raw}' is not a conversation id: expected conv_<uuid>"))
+    })
+}

@@ -1,0 +1,108 @@
+//! The rebyte HTTP server.
+//!
+//! # Layout
+//! - [`router`] builds the axum `Router` over an [`AppState`]; [`serve`] runs it
+//!   on a listener until a shutdown future resolves. Tests bind `127.0.0.1:0`.
+//! - [`routes`]: one module per resource, functions named by verb.
+//! - [`auth`]: the `Auth` extractor (key → organization and scopes).
+//! - [`extract`]: JSON bodies and queries whose errors name the field.
+//! - [`error`]: `ApiError`, the one error type that becomes a response.
+//! - [`keys`]: minting and hashing `rbk_` keys; organization/key operations.
+//! - [`bootstrap`]: the first-start organization and key.
+//! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
+//!
+//! Data flows one way: handlers → store. Handlers never see SQL.
+
+pub mod auth;
+pub mod bootstrap;
+pub mod error;
+pub mod extract;
+pub mod keys;
+pub mod metrics;
+pub mod openapi;
+pub mod routes;
+pub mod state;
+
+pub use state::AppState;
+
+use axum::Router;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+/// Largest request body accepted, in bytes (answered 413 beyond).
+pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// How the server is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where the SQLite file, the bootstrap key and environments live.
+    pub data_dir: PathBuf,
+    /// A `sqlite://…` URL overriding `<data_dir>/rebyte.db`.
+    pub database_url: Option<String>,
+    /// Largest request body accepted.
+    pub body_limit: usize,
+    /// A key to install on first start (`REBYTE_BOOTSTRAP_KEY`).
+    pub bootstrap_key: Option<String>,
+}
+
+impl Config {
+    pub fn new(data_dir: impl Into<PathBuf>) -> Self {
+        Self { data_dir: data_dir.into(), database_url: None, body_limit: DEFAULT_BODY_LIMIT, bootstrap_key: None }
+    }
+}
+
+/// Errors starting the server.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("cannot use data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    #[error("cannot open the store: {0}")]
+    Store(#[from] store::Error),
+    #[error("database URL '{0}' is not supported: use sqlite://PATH")]
+    DatabaseUrl(String),
+    #[error("bootstrap failed: {0}")]
+    Bootstrap(String),
+    #[error("server error: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Opens the store the configuration names, creating the data directory.
+pub async fn open_store(config: &Config) -> Result<Arc<dyn store::Store>, StartError> {
+    std::fs::create_dir_all(&config.data_dir)
+        .map_err(|source| StartError::DataDir { path: config.data_dir.clone(), source })?;
+    let store = match &config.database_url {
+        None => store::SqliteStore::open(&config.data_dir.join("rebyte.db")).await?,
+        Some(url) if url.starts_with("sqlite:") => store::SqliteStore::open_url(url).await?,
+        Some(url) => return Err(StartError::DatabaseUrl(url.clone())),
+    };
+    Ok(Arc::new(store))
+}
+
+/// The whole HTTP application.
+pub fn router(state: AppState, body_limit: usize) -> Router {
+    routes::router(state, body_limit)
+}
+
+/// Opens the store, bootstraps it, and serves on `listener` until `shutdown`.
+pub async fn serve(
+    config: Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), StartError> {
+    let store = open_store(&config).await?;
+    bootstrap::run(store.as_ref(), &config).await?;
+    let app = router(AppState::new(store), config.body_limit);
+    let addr = listener.local_addr()?;
+    // On stdout, one line that scripts and tests read to find the port.
+    println!("rebyte listening on http://{addr}");
+    tracing::info!(%addr, "rebyte listening");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    Ok(())
+}

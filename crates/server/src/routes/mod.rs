@@ -1,0 +1,53 @@
+//! The route table. One module per resource; functions are named by verb
+//! (`agents::create`, `sessions::list` …).
+
+pub mod admin;
+pub mod agents;
+pub mod conversations;
+pub mod ops;
+pub mod sessions;
+
+use crate::error::ApiError;
+use crate::metrics;
+use crate::state::AppState;
+use axum::extract::DefaultBodyLimit;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Router, middleware};
+use tower_http::catch_panic::CatchPanicLayer;
+
+pub fn router(state: AppState, body_limit: usize) -> Router {
+    let v1 = Router::new()
+        .route("/agents", post(agents::create).get(agents::list))
+        .route("/agents/sessions", post(sessions::create).get(sessions::list))
+        .route("/agents/sessions/{session_id}", get(sessions::retrieve).post(sessions::update).delete(sessions::delete))
+        .route("/agents/{agent_id}", get(agents::retrieve).post(agents::update).delete(agents::delete))
+        .route("/conversations", post(conversations::create))
+        .route(
+            "/conversations/{conversation_id}",
+            get(conversations::retrieve).post(conversations::update).delete(conversations::delete),
+        )
+        .route("/admin/organizations", post(admin::create_organization))
+        .route("/admin/keys", post(admin::create_key).get(admin::list_keys))
+        .route("/admin/keys/{key_id}", axum::routing::delete(admin::revoke_key))
+        .route("/openapi.json", get(ops::openapi));
+    Router::new()
+        .nest("/v1", v1)
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(state.clone(), metrics::record))
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(CatchPanicLayer::custom(|_| ApiError::Internal("a handler panicked".into()).into_response()))
+        .with_state(state)
+}
+
+async fn not_found(uri: axum::http::Uri) -> Response {
+    ApiError::NotFound(format!("No route for '{}'.", uri.path())).into_response()
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
+    ApiError::MethodNotAllowed(format!("{method} is not allowed on '{}'.", uri.path())).into_response()
+}

@@ -1,0 +1,27 @@
+//! Operations endpoints: liveness, readiness, metrics and the OpenAPI document.
+
+use crate::error::ApiResult;
+use crate::state::AppState;
+use axum::Json;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use serde_json::{Value, json};
+
+pub async fn healthz() -> Json<Value> {
+    Json(json!({"status": "ok"}))
+}
+
+/// Ready when the store answers.
+pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
+    state.store.ping().await?;
+    Ok(Json(json!({"status": "ready"})))
+}
+
+pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render())
+}
+
+pub async fn openapi() -> Json<Value> {
+    Json(crate::openapi::document().clone())
+}

@@ -1,0 +1,92 @@
+//! Persistence for rebyte.
+//!
+//! # Layout
+//! - [`Store`]: the one trait every backend implements; the server holds an
+//!   `Arc<dyn Store>` and never sees SQL.
+//! - [`sqlite`]: the default backend, one WAL-mode file under the data directory,
+//!   with its migrations in `migrations/sqlite`.
+//! - [`Page`] and [`SessionFilter`]: what list queries take and give.
+//!
+//! Every method takes the organization id: a row of another organization is
+//! simply not found.
+
+mod error;
+pub mod sqlite;
+
+pub use error::{Error, Result};
+pub use sqlite::SqliteStore;
+
+use async_trait::async_trait;
+use protocol::admin::{Organization, Scope};
+use protocol::agent::AgentRecord;
+use protocol::list::PageRequest;
+use protocol::session::SessionRecord;
+use uuid::Uuid;
+
+/// One page of a list, in the requested order.
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub has_more: bool,
+}
+
+/// An API key as stored: its hash, never its secret.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiKeyRecord {
+    pub id: String,
+    pub org_id: String,
+    /// Hex SHA-256 of the secret.
+    pub hash: String,
+    pub prefix: String,
+    pub name: Option<String>,
+    pub scopes: Vec<Scope>,
+    pub created_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
+/// Filters of the session list.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    pub agent_id: Option<String>,
+    /// Exact matches that must all hold.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// The persistence boundary.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Whether the store answers (for `/readyz`).
+    async fn ping(&self) -> Result<()>;
+
+    async fn create_organization(&self, org: &Organization) -> Result<()>;
+    async fn get_organization(&self, id: &str) -> Result<Option<Organization>>;
+    async fn find_organization(&self, name: &str) -> Result<Option<Organization>>;
+    async fn count_organizations(&self) -> Result<i64>;
+
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> Result<()>;
+    async fn find_api_key(&self, hash: &str) -> Result<Option<ApiKeyRecord>>;
+    /// Keys of one organization, or of all when `org_id` is `None`.
+    async fn list_api_keys(&self, org_id: Option<&str>) -> Result<Vec<ApiKeyRecord>>;
+    /// Marks a key revoked; false when no such (unrevoked or revoked) key exists.
+    async fn revoke_api_key(&self, org_id: Option<&str>, id: &str, at: i64) -> Result<bool>;
+
+    async fn create_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<()>;
+    async fn get_agent(&self, org_id: &str, id: &str) -> Result<Option<AgentRecord>>;
+    /// Stores `agent` as the next version if the current one is still
+    /// `agent.version - 1`; false when another update won the race or the agent is gone.
+    async fn update_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<bool>;
+    async fn list_agents(&self, org_id: &str, page: &PageRequest) -> Result<Page<AgentRecord>>;
+    async fn delete_agent(&self, org_id: &str, id: &str) -> Result<bool>;
+
+    async fn create_session(&self, org_id: &str, session: &SessionRecord) -> Result<()>;
+    async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>>;
+    /// Replaces a session's document; false when it no longer exists.
+    async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool>;
+    async fn list_sessions(
+        &self,
+        org_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> Result<Page<SessionRecord>>;
+    async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool>;
+}

@@ -1,0 +1,345 @@
+//! The SQLite backend: one file in WAL mode, migrations applied on open.
+//!
+//! Resources live as JSON documents; `seq` (an autoincrement rowid) gives the
+//! creation order that cursor pagination walks.
+
+use crate::{ApiKeyRecord, Error, Page, Result, SessionFilter, Store};
+use async_trait::async_trait;
+use protocol::admin::{Organization, Scope};
+use protocol::agent::AgentRecord;
+use protocol::list::{Order, PageRequest};
+use protocol::session::SessionRecord;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+use uuid::Uuid;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// A store in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the database file at `path` and migrates it.
+    pub async fn open(path: &Path) -> Result<Self> {
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // NORMAL in WAL mode is durable across process crashes; only a power
+            // loss may drop the last commits.
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true)
+            .pragma("cache_size", "-16000");
+        Self::connect(options).await
+    }
+
+    /// Opens a database from a `sqlite://…` URL.
+    pub async fn open_url(url: &str) -> Result<Self> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        Self::connect(options).await
+    }
+
+    async fn connect(options: SqliteConnectOptions) -> Result<Self> {
+        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
+        MIGRATOR.run(&pool).await?;
+        Ok(Self { pool })
+    }
+}
+
+fn parse_scopes(s: &str) -> Vec<Scope> {
+    s.split(',').filter_map(|p| p.parse().ok()).collect()
+}
+
+fn key_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApiKeyRecord> {
+    Ok(ApiKeyRecord {
+        id: row.try_get("id")?,
+        org_id: row.try_get("org_id")?,
+        hash: row.try_get("hash")?,
+        prefix: row.try_get("prefix")?,
+        name: row.try_get("name")?,
+        scopes: parse_scopes(&row.try_get::<String, _>("scopes")?),
+        created_at: row.try_get("created_at")?,
+        revoked_at: row.try_get("revoked_at")?,
+    })
+}
+
+fn org_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Organization> {
+    Ok(Organization {
+        id: row.try_get("id")?,
+        object: "organization".into(),
+        name: row.try_get("name")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
+
+/// Runs a cursor-paginated `SELECT doc` over `table` for one organization,
+/// with extra conditions added by `filter`.
+async fn page_of<T: serde::de::DeserializeOwned>(
+    pool: &SqlitePool,
+    table: &str,
+    org_id: &str,
+    page: &PageRequest,
+    filter: impl Fn(&mut QueryBuilder<'_, Sqlite>),
+) -> Result<Page<T>> {
+    // `before` walks backwards from its cursor; the page is then put back in
+    // the requested order.
+    let (cursor, forward) = match (&page.after, &page.before) {
+        (Some(after), _) => (Some(after), true),
+        (None, Some(before)) => (Some(before), false),
+        (None, None) => (None, true),
+    };
+    let ascending = (page.order == Order::Asc) == forward;
+    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(format!("SELECT doc FROM {table} WHERE org_id = "));
+    q.push_bind(org_id.to_string());
+    if let Some(cursor) = cursor {
+        let seq: Option<i64> = sqlx::query_scalar(&format!("SELECT seq FROM {table} WHERE id = ? AND org_id = ?"))
+            .bind(cursor)
+            .bind(org_id)
+            .fetch_optional(pool)
+            .await?;
+        let seq = seq.ok_or_else(|| Error::UnknownCursor(cursor.clone()))?;
+        q.push(if ascending { " AND seq > " } else { " AND seq < " });
+        q.push_bind(seq);
+    }
+    filter(&mut q);
+    q.push(if ascending { " ORDER BY seq ASC LIMIT " } else { " ORDER BY seq DESC LIMIT " });
+    q.push_bind(i64::from(page.limit) + 1);
+    let rows = q.build().fetch_all(pool).await?;
+    let has_more = rows.len() > page.limit as usize;
+    let mut items = rows
+        .iter()
+        .take(page.limit as usize)
+        .map(|row| Ok(serde_json::from_str(row.try_get::<&str, _>("doc")?)?))
+        .collect::<Result<Vec<T>>>()?;
+    if !forward {
+        items.reverse();
+    }
+    Ok(Page { items, has_more })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn create_organization(&self, org: &Organization) -> Result<()> {
+        sqlx::query("INSERT INTO organizations (id, name, created_at) VALUES (?, ?, ?)")
+            .bind(&org.id)
+            .bind(&org.name)
+            .bind(org.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| match e {
+                sqlx::Error::Database(d) if d.is_unique_violation() => {
+                    Error::Conflict(format!("an organization named '{}' already exists", org.name))
+                }
+                e => e.into(),
+            })?;
+        Ok(())
+    }
+
+    async fn get_organization(&self, id: &str) -> Result<Option<Organization>> {
+        let row = sqlx::query("SELECT * FROM organizations WHERE id = ?").bind(id).fetch_optional(&self.pool).await?;
+        row.as_ref().map(org_from_row).transpose()
+    }
+
+    async fn find_organization(&self, name: &str) -> Result<Option<Organization>> {
+        let row =
+            sqlx::query("SELECT * FROM organizations WHERE name = ?").bind(name).fetch_optional(&self.pool).await?;
+        row.as_ref().map(org_from_row).transpose()
+    }
+
+    async fn count_organizations(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COUNT(*) FROM organizations").fetch_one(&self.pool).await?)
+    }
+
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
+        let scopes: Vec<&str> = key.scopes.iter().map(|s| s.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO api_keys (id, org_id, hash, prefix, name, scopes, created_at, revoked_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&key.id)
+        .bind(&key.org_id)
+        .bind(&key.hash)
+        .bind(&key.prefix)
+        .bind(&key.name)
+        .bind(scopes.join(","))
+        .bind(key.created_at)
+        .bind(key.revoked_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn find_api_key(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+        let row = sqlx::query("SELECT * FROM api_keys WHERE hash = ?").bind(hash).fetch_optional(&self.pool).await?;
+        row.as_ref().map(key_from_row).transpose()
+    }
+
+    async fn list_api_keys(&self, org_id: Option<&str>) -> Result<Vec<ApiKeyRecord>> {
+        let rows = sqlx::query("SELECT * FROM api_keys WHERE ?1 IS NULL OR org_id = ?1 ORDER BY created_at, id")
+            .bind(org_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(key_from_row).collect()
+    }
+
+    async fn revoke_api_key(&self, org_id: Option<&str>, id: &str, at: i64) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, ?1) WHERE id = ?2 AND (?3 IS NULL OR org_id = ?3)",
+        )
+        .bind(at)
+        .bind(id)
+        .bind(org_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn create_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<()> {
+        let doc = serde_json::to_string(agent)?;
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("INSERT INTO agents (id, org_id, version, doc) VALUES (?, ?, ?, ?)")
+            .bind(&agent.id)
+            .bind(org_id)
+            .bind(agent.version)
+            .bind(&doc)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query("INSERT INTO agent_versions (agent_id, version, doc) VALUES (?, ?, ?)")
+            .bind(&agent.id)
+            .bind(agent.version)
+            .bind(&doc)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn get_agent(&self, org_id: &str, id: &str) -> Result<Option<AgentRecord>> {
+        let doc: Option<String> = sqlx::query_scalar("SELECT doc FROM agents WHERE id = ? AND org_id = ?")
+            .bind(id)
+            .bind(org_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(doc.map(|d| serde_json::from_str(&d)).transpose()?)
+    }
+
+    async fn update_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<bool> {
+        let doc = serde_json::to_string(agent)?;
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("UPDATE agents SET version = ?, doc = ? WHERE id = ? AND org_id = ? AND version = ?")
+            .bind(agent.version)
+            .bind(&doc)
+            .bind(&agent.id)
+            .bind(org_id)
+            .bind(agent.version - 1)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Ok(false);
+        }
+        sqlx::query("INSERT INTO agent_versions (agent_id, version, doc) VALUES (?, ?, ?)")
+            .bind(&agent.id)
+            .bind(agent.version)
+            .bind(&doc)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+
+    async fn list_agents(&self, org_id: &str, page: &PageRequest) -> Result<Page<AgentRecord>> {
+        page_of(&self.pool, "agents", org_id, page, |_| {}).await
+    }
+
+    async fn delete_agent(&self, org_id: &str, id: &str) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
+        let done = sqlx::query("DELETE FROM agents WHERE id = ? AND org_id = ?")
+            .bind(id)
+            .bind(org_id)
+            .execute(&mut *tx)
+            .await?;
+        if done.rows_affected() > 0 {
+            sqlx::query("DELETE FROM agent_versions WHERE agent_id = ?").bind(id).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn create_session(&self, org_id: &str, session: &SessionRecord) -> Result<()> {
+        sqlx::query("INSERT INTO sessions (id, org_id, agent_id, doc) VALUES (?, ?, ?, ?)")
+            .bind(session.id.to_string())
+            .bind(org_id)
+            .bind(&session.agent.id)
+            .bind(serde_json::to_string(session)?)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+        let doc: Option<String> = sqlx::query_scalar("SELECT doc FROM sessions WHERE id = ? AND org_id = ?")
+            .bind(id.to_string())
+            .bind(org_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(doc.map(|d| serde_json::from_str(&d)).transpose()?)
+    }
+
+    async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
+        let done = sqlx::query("UPDATE sessions SET doc = ? WHERE id = ? AND org_id = ?")
+            .bind(serde_json::to_string(session)?)
+            .bind(session.id.to_string())
+            .bind(org_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn list_sessions(
+        &self,
+        org_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> Result<Page<SessionRecord>> {
+        page_of(&self.pool, "sessions", org_id, page, |q| {
+            if let Some(agent_id) = &filter.agent_id {
+                q.push(" AND agent_id = ");
+                q.push_bind(agent_id.clone());
+            }
+            for (key, value) in &filter.metadata {
+                q.push(" AND EXISTS (SELECT 1 FROM json_each(sessions.doc, '$.metadata') WHERE key = ");
+                q.push_bind(key.clone());
+                q.push(" AND value = ");
+                q.push_bind(value.clone());
+                q.push(")");
+            }
+        })
+        .await
+    }
+
+    async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool> {
+        let done = sqlx::query("DELETE FROM sessions WHERE id = ? AND org_id = ?")
+            .bind(id.to_string())
+            .bind(org_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+}
