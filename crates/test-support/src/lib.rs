@@ -1,0 +1,1 @@
+//! Test support: the scripted model server and the TestServer builder shared by integration tests.
