@@ -19,7 +19,8 @@ pub struct ConversationCreate {
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConversationUpdate {
-    pub metadata: Option<Metadata>,
+    #[serde(default)]
+    pub metadata: crate::agent::Patch<Metadata>,
 }
 
 /// The Conversation resource.

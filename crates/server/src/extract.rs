@@ -35,7 +35,7 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let param = (path != ".").then_some(path);
+        let param = field_of(&path, &inner.to_string());
         if inner.is_syntax() || inner.is_eof() {
             ApiError::Invalid {
                 param: None,
@@ -56,6 +56,21 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         message: format!("The body is not valid JSON: {e}"),
     })?;
     Ok(value)
+}
+
+/// The request field an error is about: the path serde reached, extended by
+/// the field a "missing field" or "unknown field" message names.
+fn field_of(path: &str, message: &str) -> Option<String> {
+    let named = ["missing field `", "unknown field `"]
+        .iter()
+        .find_map(|p| message.strip_prefix(p))
+        .and_then(|rest| rest.split('`').next());
+    match (path, named) {
+        (".", None) => None,
+        (".", Some(field)) => Some(field.to_string()),
+        (path, None) => Some(path.to_string()),
+        (path, Some(field)) => Some(format!("{path}.{field}")),
+    }
 }
 
 /// The parsed query string of a list request.

@@ -9,7 +9,7 @@ use crate::routes::sessions;
 use crate::state::AppState;
 use axum::extract::{Path, State};
 use protocol::admin::Scope;
-use protocol::agent::AgentConfig;
+use protocol::agent::{AgentConfig, Patch};
 use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
 use protocol::session::{INLINE_AGENT_ID, SessionAgent};
 use protocol::validate;
@@ -52,7 +52,11 @@ pub async fn update(
     auth.require(Scope::TasksWrite)?;
     let uuid = extract::conversation_id(&id)?;
     let mut record = sessions::load(&state, &auth, uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?;
-    record.metadata = req.metadata.unwrap_or_default();
+    record.metadata = match req.metadata {
+        Patch::Absent => return Err(ApiError::invalid("metadata", "metadata is required (null clears it)")),
+        Patch::Null => Default::default(),
+        Patch::Value(m) => m,
+    };
     validate::metadata("metadata", &record.metadata)?;
     if !state.store.put_session(&auth.org_id, &record).await? {
         return Err(ApiError::not_found("conversation", &id));

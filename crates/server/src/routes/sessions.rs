@@ -31,15 +31,14 @@ pub async fn load(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<SessionR
 /// until then they are refused rather than stored in the clear.
 fn refuse_inline_secrets(tools: &[ToolParam]) -> ApiResult<()> {
     for (i, tool) in tools.iter().enumerate() {
-        if let ToolParam::Mcp(m) = tool {
-            if let McpTransportParam::Http { authorization, headers, .. } = &m.transport {
-                if authorization.is_some() || headers.as_ref().is_some_and(|h| !h.is_empty()) {
-                    return Err(ApiError::unsupported(
-                        format!("agent.tools[{i}].transport.authorization"),
-                        "inline MCP credentials are not supported yet",
-                    ));
-                }
-            }
+        if let ToolParam::Mcp(m) = tool
+            && let McpTransportParam::Http { authorization, headers, .. } = &m.transport
+            && (authorization.is_some() || headers.as_ref().is_some_and(|h| !h.is_empty()))
+        {
+            return Err(ApiError::unsupported(
+                format!("agent.tools[{i}].transport.authorization"),
+                "inline MCP credentials are not supported yet",
+            ));
         }
     }
     Ok(())

@@ -1,0 +1,8 @@
+//! Behaviour suites, one module per resource.
+
+mod agents;
+mod auth;
+mod bad_input;
+mod conversations;
+mod ops;
+mod sessions;
