@@ -1,0 +1,213 @@
+"""Helpers for the compatibility suite: a `rebyte serve` process on a free
+port, the admin API, and checks that an answer is what the client's types
+describe.
+
+The server is started the way a user starts it and is found through the one
+line it prints on stdout once it listens (`rebyte listening on http://…`); we
+never sleep to wait for it.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import secrets
+import shutil
+import signal
+import string
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterable
+
+import httpx2
+import openai
+from openai import OpenAI
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LISTENING = re.compile(r"^rebyte listening on (http://\S+)$")
+START_TIMEOUT = 60.0
+STOP_TIMEOUT = 20.0
+
+ALL_SCOPES = ["tasks:read", "tasks:write", "vaults:read", "vaults:write", "admin"]
+TASK_SCOPES = ["tasks:read", "tasks:write"]
+
+UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+AGENT_ID_RE = re.compile(r"^agent_[0-9a-f]{32}$")
+CONV_ID_RE = re.compile(r"^conv_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def rebyte_bin() -> Path:
+    return Path(os.environ.get("REBYTE_BIN") or REPO_ROOT / "target" / "debug" / "rebyte")
+
+
+def new_key() -> str:
+    """A fresh `rbk_` key: 40 base62 characters."""
+    alphabet = string.ascii_letters + string.digits
+    return "rbk_" + "".join(secrets.choice(alphabet) for _ in range(40))
+
+
+class Server:
+    """One `rebyte serve` process with its own data directory."""
+
+    def __init__(self, data_dir: Path | None = None, bootstrap_key: str | None = None, extra_args: Iterable[str] = ()):
+        self._own_dir = data_dir is None
+        self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="rebyte-compat-")) / "data"
+        self.bootstrap_key = bootstrap_key
+        self.extra_args = list(extra_args)
+        self.url: str = ""
+        self.banner: list[str] = []  # stdout lines printed before the listening line
+        self.proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._log_path = self.data_dir.parent / f"server-{uuid.uuid4().hex[:8]}.log"
+
+    def start(self) -> "Server":
+        binary = rebyte_bin()
+        if not binary.exists():
+            raise RuntimeError(f"{binary} does not exist: run `cargo build --bins` first, or set REBYTE_BIN")
+        env = {k: v for k, v in os.environ.items() if k != "REBYTE_BOOTSTRAP_KEY"}
+        if self.bootstrap_key is not None:
+            env["REBYTE_BOOTSTRAP_KEY"] = self.bootstrap_key
+        self._log = open(self._log_path, "w")
+        self.proc = subprocess.Popen(
+            [str(binary), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir), *self.extra_args],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            text=True,
+        )
+        # A reader thread keeps draining stdout so that the server never blocks
+        # on a full pipe, and lets us wait for the listening line with a timeout.
+        threading.Thread(target=self._pump, daemon=True).start()
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.stop()
+                raise RuntimeError(f"rebyte did not print its listening line within {START_TIMEOUT}s\n{self.log()}")
+            try:
+                line = self._lines.get(timeout=remaining)
+            except queue.Empty:
+                continue
+            if line is None:
+                code = self.proc.wait()
+                raise RuntimeError(f"rebyte exited with {code} before listening\n{self.log()}")
+            match = LISTENING.match(line)
+            if match:
+                self.url = match.group(1)
+                return self
+            self.banner.append(line)
+
+    def _pump(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def log(self) -> str:
+        try:
+            return self._log_path.read_text()[-4000:]
+        except OSError:
+            return ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> int | None:
+        """Sends `sig`, waits for the exit, and returns the exit code."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def cleanup(self) -> None:
+        if self._own_dir:
+            shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+
+    def client(self, key: str | None = None) -> OpenAI:
+        return OpenAI(api_key=key or self.bootstrap_key, base_url=f"{self.url}/v1")
+
+
+class Admin:
+    """The admin endpoints, driven through the client's generic `post`/`get`/`delete`."""
+
+    def __init__(self, client: OpenAI, base_url: str):
+        self.client = client
+        self.base_url = base_url
+        self._clients: list[OpenAI] = []
+
+    def create_org(self, name: str | None = None) -> dict[str, Any]:
+        name = name or f"org-{uuid.uuid4().hex[:12]}"
+        return self.client.post("/admin/organizations", body={"name": name}, cast_to=object)
+
+    def create_key(self, organization_id: str, scopes: list[str] | None = None, name: str | None = None) -> dict:
+        body: dict[str, Any] = {"organization_id": organization_id}
+        if scopes is not None:
+            body["scopes"] = scopes
+        if name is not None:
+            body["name"] = name
+        return self.client.post("/admin/keys", body=body, cast_to=object)
+
+    def list_keys(self) -> list[dict[str, Any]]:
+        return self.client.get("/admin/keys", cast_to=object)["data"]
+
+    def revoke_key(self, key_id: str) -> dict[str, Any]:
+        return self.client.delete(f"/admin/keys/{key_id}", cast_to=object)
+
+    def client_for(self, secret: str) -> OpenAI:
+        c = OpenAI(api_key=secret, base_url=f"{self.base_url}/v1")
+        self._clients.append(c)
+        return c
+
+    def new_org_client(self, scopes: list[str] | None = None) -> tuple[OpenAI, dict[str, Any]]:
+        """A client whose key belongs to a brand-new organization (tasks scopes by default)."""
+        org = self.create_org()
+        key = self.create_key(org["id"], scopes or TASK_SCOPES)
+        return self.client_for(key["secret"]), org
+
+    def close(self) -> None:
+        for c in self._clients:
+            c.close()
+
+
+def conforms(obj: Any) -> dict[str, Any]:
+    """Validates the server's answer strictly against the client type it was
+    parsed into (every required field present, every literal right) and
+    returns it as the JSON the server sent (API names, only fields it sent)."""
+    as_json = obj.to_dict()
+    type(obj).model_validate(as_json)
+    return as_json
+
+
+def error_of(exc: openai.APIStatusError) -> dict[str, Any]:
+    """The `error` object of a failed call, checked to have our shape."""
+    body = exc.response.json()
+    assert set(body) == {"error"}, body
+    err = body["error"]
+    assert set(err) == {"type", "code", "message", "param"}, err
+    assert isinstance(err["message"], str) and err["message"], err
+    assert exc.body == err, "the client exposes the error object as e.body"
+    return err
+
+
+def assert_recent(ts: int) -> None:
+    assert isinstance(ts, int)
+    assert abs(ts - time.time()) < 600, f"{ts} is not a Unix timestamp in seconds near now"
+
+
+def raw(method: str, url: str, key: str | None, **kwargs: Any) -> httpx2.Response:
+    """A request the client would never send (malformed JSON, no key …)."""
+    headers = dict(kwargs.pop("headers", {}) or {})
+    if key is not None:
+        headers.setdefault("Authorization", f"Bearer {key}")
+    headers.setdefault("OpenAI-Beta", "agents=v1")
+    return httpx2.request(method, url, headers=headers, timeout=60, **kwargs)
