@@ -1,0 +1,46 @@
+//! The OpenAI Chat Completions provider (`POST {base}/chat/completions`,
+//! streamed): OpenAI itself and the many servers that speak its format
+//! (vLLM, llama.cpp, Ollama, LM Studio, gateways).
+
+mod request;
+mod stream;
+
+use crate::driver;
+use crate::error::Result;
+use crate::provider::{ModelStream, Provider};
+use crate::settings::ProviderConfig;
+use crate::transport::{self, Endpoint};
+use crate::types::ModelRequest;
+use reqwest::header::{AUTHORIZATION, HeaderMap};
+use std::sync::Arc;
+
+/// The default base URL (`OPENAI_BASE_URL` overrides it).
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// A Chat Completions endpoint.
+#[derive(Debug, Clone)]
+pub struct OpenAiChat {
+    endpoint: Arc<Endpoint>,
+}
+
+impl OpenAiChat {
+    pub fn new(config: ProviderConfig) -> Result<Self> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = &config.api_key {
+            headers.insert(AUTHORIZATION, transport::secret_header(&format!("Bearer {}", key.expose()))?);
+        }
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        Ok(Self { endpoint: Arc::new(Endpoint::new(config.name, url, headers, config.settings)?) })
+    }
+}
+
+impl Provider for OpenAiChat {
+    fn name(&self) -> &str {
+        &self.endpoint.provider
+    }
+
+    fn stream(&self, request: &ModelRequest) -> ModelStream {
+        let body = request::body(request, &self.endpoint.provider);
+        driver::drive(self.endpoint.clone(), body, stream::ChatDecoder::default())
+    }
+}

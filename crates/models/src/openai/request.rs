@@ -1,0 +1,197 @@
+//! Serializes a [`ModelRequest`] into a Chat Completions request body,
+//! borrowing from the request instead of copying the history.
+
+use crate::error::{ModelError, Result};
+use crate::types::{Message, ModelRequest, ToolCall};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::Value;
+
+#[derive(Serialize)]
+struct Body<'a> {
+    model: &'a str,
+    messages: Vec<WireMessage<'a>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<WireTool<'a>>,
+    stream: bool,
+    stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct WireMessage<'a> {
+    role: &'static str,
+    /// `null` for an assistant message made of tool calls only.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<WireToolCall<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> WireMessage<'a> {
+    fn new(role: &'static str, content: Option<&'a str>) -> Self {
+        Self { role, content, tool_calls: Vec::new(), tool_call_id: None }
+    }
+}
+
+#[derive(Serialize)]
+struct WireToolCall<'a> {
+    id: &'a str,
+    r#type: &'static str,
+    function: WireFunctionCall<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunctionCall<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+#[derive(Serialize)]
+struct WireTool<'a> {
+    r#type: &'static str,
+    function: WireFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct WireFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    r#type: &'static str,
+    json_schema: JsonSchema<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchema<'a> {
+    name: &'a str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+/// The JSON body for `request`, always streamed with usage.
+pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    if let Some(instructions) = &request.instructions {
+        messages.push(WireMessage::new("system", Some(instructions)));
+    }
+    for message in &request.messages {
+        match message {
+            Message::User { text } => messages.push(WireMessage::new("user", Some(text))),
+            Message::Assistant { text } => messages.push(WireMessage::new("assistant", Some(text))),
+            Message::ToolCall(call) => push_tool_call(&mut messages, call),
+            Message::ToolResult { call_id, content } => {
+                let mut message = WireMessage::new("tool", Some(content));
+                message.tool_call_id = Some(call_id);
+                messages.push(message);
+            }
+        }
+    }
+    let body = Body {
+        model: &request.model,
+        messages,
+        tools: request
+            .tools
+            .iter()
+            .map(|tool| WireTool {
+                r#type: "function",
+                function: WireFunction {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters: &tool.parameters,
+                },
+            })
+            .collect(),
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        reasoning_effort: request.reasoning_effort.map(|effort| effort.as_str()),
+        response_format: request.text_format.as_ref().map(|format| ResponseFormat {
+            r#type: "json_schema",
+            json_schema: JsonSchema { name: &format.name, schema: &format.schema, strict: format.strict },
+        }),
+        max_completion_tokens: request.max_output_tokens,
+    };
+    serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
+        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
+    })
+}
+
+/// A tool call joins the assistant message right before it (its text or
+/// earlier calls of the same step): Chat Completions wants them together.
+fn push_tool_call<'a>(messages: &mut Vec<WireMessage<'a>>, call: &'a ToolCall) {
+    let wire = WireToolCall {
+        id: &call.id,
+        r#type: "function",
+        function: WireFunctionCall { name: &call.name, arguments: &call.arguments },
+    };
+    match messages.last_mut() {
+        Some(last) if last.role == "assistant" => last.tool_calls.push(wire),
+        _ => {
+            let mut message = WireMessage::new("assistant", None);
+            message.tool_calls.push(wire);
+            messages.push(message);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{ReasoningEffort, ToolSpec};
+    use serde_json::json;
+
+    #[test]
+    fn history_becomes_chat_messages_with_tool_calls_grouped() {
+        let request = ModelRequest {
+            model: "m".into(),
+            instructions: Some("be brief".into()),
+            messages: vec![
+                Message::user("hi"),
+                Message::assistant("let me look"),
+                Message::ToolCall(ToolCall::new("c1", "ls", "{}")),
+                Message::ToolCall(ToolCall::new("c2", "cat", "{\"p\":1}")),
+                Message::tool_result("c1", "a b"),
+                Message::tool_result("c2", "text"),
+            ],
+            tools: vec![ToolSpec::new("ls", "list", json!({"type": "object"}))],
+            reasoning_effort: Some(ReasoningEffort::Low),
+            ..ModelRequest::default()
+        };
+        let body: Value = serde_json::from_slice(&body(&request, "openai").unwrap()).unwrap();
+        assert_eq!(
+            body,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "let me look", "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                        {"id": "c2", "type": "function", "function": {"name": "cat", "arguments": "{\"p\":1}"}}
+                    ]},
+                    {"role": "tool", "content": "a b", "tool_call_id": "c1"},
+                    {"role": "tool", "content": "text", "tool_call_id": "c2"}
+                ],
+                "tools": [{"type": "function", "function": {"name": "ls", "description": "list", "parameters": {"type": "object"}}}],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "reasoning_effort": "low"
+            })
+        );
+    }
+}
