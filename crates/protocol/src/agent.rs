@@ -191,6 +191,21 @@ pub struct AgentConfig {
     pub compaction: Option<Compaction>,
     pub experimental: Option<Experimental>,
     pub multi_agent: MultiAgentConfig,
+    /// Rebyte extension: the most model steps one turn may take.
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+}
+
+/// Model steps a turn may take when the agent does not say.
+pub const DEFAULT_MAX_STEPS: u32 = 50;
+/// The largest `max_steps` an agent may ask for.
+pub const MAX_MAX_STEPS: u32 = 1000;
+
+impl AgentConfig {
+    /// The step limit in force.
+    pub fn max_steps(&self) -> u32 {
+        self.max_steps.unwrap_or(DEFAULT_MAX_STEPS)
+    }
 }
 
 /// `POST /v1/agents`.
@@ -218,6 +233,9 @@ pub struct AgentCreate {
     pub text: Option<AgentTextParam>,
     #[serde(default)]
     pub tools: Option<Vec<ToolParam>>,
+    /// Rebyte extension: the most model steps one turn may take (default 50).
+    #[serde(default)]
+    pub max_steps: Option<u32>,
 }
 
 /// `POST /v1/agents/{agent_id}`: omitted fields keep, null clears or resets.
@@ -246,6 +264,8 @@ pub struct AgentUpdate {
     pub text: Patch<AgentTextParam>,
     #[serde(default)]
     pub tools: Patch<Vec<ToolParam>>,
+    #[serde(default)]
+    pub max_steps: Patch<u32>,
 }
 
 /// A saved Agent as the server keeps it: every version is one of these.
@@ -280,6 +300,8 @@ pub struct Agent {
     pub tools: Vec<Tool>,
     pub compaction: Option<Compaction>,
     pub experimental: Option<Experimental>,
+    /// Rebyte extension: the most model steps one turn may take.
+    pub max_steps: u32,
 }
 
 /// The constant `"agent"`.
@@ -318,6 +340,7 @@ impl AgentRecord {
             tools: c.tools.iter().map(ToolParam::view).collect(),
             compaction: c.compaction.clone(),
             experimental: c.experimental.clone(),
+            max_steps: c.max_steps(),
         }
     }
 }
@@ -335,6 +358,7 @@ impl AgentCreate {
             compaction: self.compaction,
             experimental: self.experimental,
             multi_agent: self.multi_agent.unwrap_or_default(),
+            max_steps: self.max_steps,
         };
         (self.name, self.metadata.unwrap_or_default(), config)
     }
@@ -365,5 +389,6 @@ impl AgentUpdate {
             Patch::Value(t) => c.text = t.into(),
         }
         self.tools.apply_or_default(&mut c.tools);
+        self.max_steps.apply_opt(&mut c.max_steps);
     }
 }

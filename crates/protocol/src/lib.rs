@@ -9,6 +9,8 @@
 //! - [`tool`]: tool definitions: client functions and MCP servers.
 //! - [`session`]: Sessions, their agent snapshot and environment choice.
 //! - [`conversation`]: the Conversations view of a Session.
+//! - [`turn`], [`item`], [`event`]: turns, history items, and session events
+//!   (the standing stream and the inputs posted to it).
 //! - [`admin`]: organizations and API keys.
 //! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
 //!
@@ -18,10 +20,13 @@ pub mod admin;
 pub mod agent;
 pub mod conversation;
 pub mod error;
+pub mod event;
 pub mod ids;
+pub mod item;
 pub mod list;
 pub mod session;
 pub mod tool;
+pub mod turn;
 pub mod validate;
 
 /// String key-value pairs attached to a resource (≤ 16 pairs, keys ≤ 64, values ≤ 512 chars).

@@ -46,6 +46,8 @@ pub struct SessionAgentParam {
     pub text: Patch<AgentTextParam>,
     #[serde(default)]
     pub tools: Patch<Vec<ToolParam>>,
+    #[serde(default)]
+    pub max_steps: Patch<u32>,
 }
 
 impl SessionAgentParam {
@@ -66,6 +68,7 @@ impl SessionAgentParam {
             Patch::Value(t) => c.text = t.into(),
         }
         self.tools.apply_or_default(&mut c.tools);
+        self.max_steps.apply_opt(&mut c.max_steps);
     }
 }
 
@@ -226,6 +229,42 @@ pub struct SessionRecord {
     pub prompt_cache_options: Option<PromptCacheOptions>,
     pub review: Review,
     pub usage: Option<TokenUsage>,
+    /// What the session waits for (client function calls), while `requires_action`.
+    #[serde(default)]
+    pub required_actions: Vec<Value>,
+}
+
+/// The part of a session the engine owns: written without touching the
+/// configuration a caller may update concurrently.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionState {
+    pub status: SessionStatus,
+    pub error: Option<String>,
+    pub last_active_at: i64,
+    pub usage: Option<TokenUsage>,
+    pub required_actions: Vec<Value>,
+}
+
+impl SessionRecord {
+    /// The engine-owned state of this record.
+    pub fn state(&self) -> SessionState {
+        SessionState {
+            status: self.status,
+            error: self.error.clone(),
+            last_active_at: self.last_active_at,
+            usage: self.usage.clone(),
+            required_actions: self.required_actions.clone(),
+        }
+    }
+
+    /// Applies engine-owned state to this record.
+    pub fn set_state(&mut self, state: SessionState) {
+        self.status = state.status;
+        self.error = state.error;
+        self.last_active_at = state.last_active_at;
+        self.usage = state.usage;
+        self.required_actions = state.required_actions;
+    }
 }
 
 /// The agent snapshot as the session resource shows it.
@@ -244,6 +283,8 @@ pub struct SessionAgentView {
     pub tools: Vec<Tool>,
     pub compaction: Option<Compaction>,
     pub experimental: Option<Experimental>,
+    /// Rebyte extension: the most model steps one turn may take.
+    pub max_steps: u32,
 }
 
 /// The Session resource (`agent.session`).
@@ -289,6 +330,7 @@ impl SessionAgent {
             tools: c.tools.iter().map(ToolParam::view).collect(),
             compaction: c.compaction.clone(),
             experimental: c.experimental.clone(),
+            max_steps: c.max_steps(),
         }
     }
 }
@@ -305,7 +347,7 @@ impl SessionRecord {
             error: self.error.clone(),
             last_active_at: self.last_active_at,
             metadata: self.metadata.clone(),
-            required_actions: Vec::new(),
+            required_actions: self.required_actions.clone(),
             status: self.status,
             usage: self.usage.clone(),
             vault_ids: self.vault_ids.clone(),

@@ -102,6 +102,14 @@ pub fn agent_config(prefix: &str, c: &AgentConfig, owner: Owner) -> Result {
     if let Some(instructions) = &c.instructions {
         text(&p("instructions"), instructions, 0, 256 * 1024)?;
     }
+    if let Some(steps) = c.max_steps
+        && !(1..=crate::agent::MAX_MAX_STEPS).contains(&steps)
+    {
+        return Err(invalid(
+            p("max_steps"),
+            format!("max_steps must be 1 to {}, got {steps}", crate::agent::MAX_MAX_STEPS),
+        ));
+    }
     if c.multi_agent.enabled {
         return Err(invalid(p("multi_agent.enabled"), "native multi-agent orchestration is not supported"));
     }

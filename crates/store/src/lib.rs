@@ -12,6 +12,7 @@
 
 mod error;
 pub mod sqlite;
+mod sqlite_turns;
 
 pub use error::{Error, Result};
 pub use sqlite::SqliteStore;
@@ -19,8 +20,11 @@ pub use sqlite::SqliteStore;
 use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
+use protocol::event::Event;
+use protocol::item::Item;
 use protocol::list::PageRequest;
-use protocol::session::SessionRecord;
+use protocol::session::{SessionRecord, SessionState};
+use protocol::turn::Turn;
 use uuid::Uuid;
 
 /// One page of a list, in the requested order.
@@ -80,7 +84,8 @@ pub trait Store: Send + Sync + 'static {
 
     async fn create_session(&self, org_id: &str, session: &SessionRecord) -> Result<()>;
     async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>>;
-    /// Replaces a session's document; false when it no longer exists.
+    /// Replaces a session's configuration (metadata, agent, review …) keeping
+    /// the engine-owned state as stored; false when it no longer exists.
     async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool>;
     async fn list_sessions(
         &self,
@@ -88,5 +93,48 @@ pub trait Store: Send + Sync + 'static {
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> Result<Page<SessionRecord>>;
+    /// Writes only the engine-owned state of a session.
+    async fn set_session_state(&self, org_id: &str, id: Uuid, state: &SessionState) -> Result<bool>;
+    /// Deletes a session with its turns, items and events.
     async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool>;
+
+    async fn create_turn(&self, org_id: &str, turn: &Turn) -> Result<()>;
+    async fn put_turn(&self, org_id: &str, turn: &Turn) -> Result<()>;
+    async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>>;
+    async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>>;
+    /// Turns of every organization that never reached a terminal status:
+    /// (organization id, turn).
+    async fn open_turns(&self) -> Result<Vec<(String, Turn)>>;
+
+    /// Inserts an item, or replaces it when its id exists (status changes).
+    async fn put_item(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()>;
+    /// A session's items in order, optionally of one turn only.
+    async fn list_items(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<Item>>;
+    /// Every item of a session, oldest first (to rebuild a model's history).
+    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>>;
+
+    /// Appends events in one transaction, assigning each its `event_id`
+    /// (`evt_<sequence>`, increasing); returns them as stored.
+    async fn append_events(&self, session_id: Uuid, events: Vec<protocol::event::EventBody>) -> Result<Vec<Event>>;
+    /// A session's events after the given sequence number, oldest first.
+    async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>>;
+
+    /// Records an idempotency key; false when it was already recorded.
+    async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool>;
+}
+
+/// The sequence number inside an `evt_<sequence>` id.
+pub fn event_seq(event_id: &str) -> Option<i64> {
+    event_id.strip_prefix("evt_").and_then(|s| s.parse().ok())
+}
+
+/// The id of the event with sequence number `seq`.
+pub fn event_id(seq: i64) -> String {
+    format!("evt_{seq:012}")
 }

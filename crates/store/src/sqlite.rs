@@ -7,8 +7,11 @@ use crate::{ApiKeyRecord, Error, Page, Result, SessionFilter, Store};
 use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
+use protocol::event::{Event, EventBody};
+use protocol::item::Item;
 use protocol::list::{Order, PageRequest};
-use protocol::session::SessionRecord;
+use protocol::session::{SessionRecord, SessionState};
+use protocol::turn::Turn;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
 use std::path::Path;
@@ -21,7 +24,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 /// A store in one SQLite file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
+    pub(crate) pool: SqlitePool,
 }
 
 impl SqliteStore {
@@ -86,7 +89,7 @@ fn org_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Organization> {
 
 /// Runs a cursor-paginated `SELECT doc` over `table` for one organization,
 /// with extra conditions added by `filter`.
-async fn page_of<T: serde::de::DeserializeOwned>(
+pub(crate) async fn page_of<T: serde::de::DeserializeOwned>(
     pool: &SqlitePool,
     table: &str,
     org_id: &str,
@@ -303,12 +306,38 @@ impl Store for SqliteStore {
     }
 
     async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
-        let done = sqlx::query("UPDATE sessions SET doc = ? WHERE id = ? AND org_id = ?")
-            .bind(serde_json::to_string(session)?)
-            .bind(session.id.to_string())
-            .bind(org_id)
-            .execute(&self.pool)
-            .await?;
+        // The engine-owned fields keep their stored values: a metadata update
+        // racing a running turn must not roll its status back.
+        let done = sqlx::query(
+            "UPDATE sessions SET doc = json_set(?, \
+               '$.status', doc -> '$.status', '$.error', doc -> '$.error', \
+               '$.last_active_at', doc -> '$.last_active_at', '$.usage', doc -> '$.usage', \
+               '$.required_actions', json(coalesce(doc -> '$.required_actions', '[]'))) \
+             WHERE id = ? AND org_id = ?",
+        )
+        .bind(serde_json::to_string(session)?)
+        .bind(session.id.to_string())
+        .bind(org_id)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn set_session_state(&self, org_id: &str, id: Uuid, state: &SessionState) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE sessions SET doc = json_set(doc, '$.status', json(?), '$.error', json(?), \
+               '$.last_active_at', ?, '$.usage', json(?), '$.required_actions', json(?)) \
+             WHERE id = ? AND org_id = ?",
+        )
+        .bind(serde_json::to_string(&state.status)?)
+        .bind(serde_json::to_string(&state.error)?)
+        .bind(state.last_active_at)
+        .bind(serde_json::to_string(&state.usage)?)
+        .bind(serde_json::to_string(&state.required_actions)?)
+        .bind(id.to_string())
+        .bind(org_id)
+        .execute(&self.pool)
+        .await?;
         Ok(done.rows_affected() > 0)
     }
 
@@ -335,11 +364,66 @@ impl Store for SqliteStore {
     }
 
     async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool> {
+        let mut tx = self.pool.begin().await?;
         let done = sqlx::query("DELETE FROM sessions WHERE id = ? AND org_id = ?")
             .bind(id.to_string())
             .bind(org_id)
-            .execute(&self.pool)
+            .execute(&mut *tx)
             .await?;
+        if done.rows_affected() > 0 {
+            self.delete_session_rows(&mut tx, &id.to_string()).await?;
+        }
+        tx.commit().await?;
         Ok(done.rows_affected() > 0)
+    }
+
+    async fn create_turn(&self, org_id: &str, turn: &Turn) -> Result<()> {
+        self.create_turn_impl(org_id, turn).await
+    }
+
+    async fn put_turn(&self, org_id: &str, turn: &Turn) -> Result<()> {
+        self.put_turn_impl(org_id, turn).await
+    }
+
+    async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
+        self.get_turn_impl(org_id, id).await
+    }
+
+    async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>> {
+        self.list_turns_impl(org_id, session_id, page).await
+    }
+
+    async fn open_turns(&self) -> Result<Vec<(String, Turn)>> {
+        self.open_turns_impl().await
+    }
+
+    async fn put_item(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()> {
+        self.put_item_impl(org_id, session_id, item).await
+    }
+
+    async fn list_items(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
+        self.list_items_impl(org_id, session_id, turn_id, page).await
+    }
+
+    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+        self.history_impl(org_id, session_id).await
+    }
+
+    async fn append_events(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
+        self.append_events_impl(session_id, events).await
+    }
+
+    async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
+        self.events_after_impl(session_id, after, limit).await
+    }
+
+    async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool> {
+        self.claim_idempotency_key_impl(org_id, session_id, key, at).await
     }
 }

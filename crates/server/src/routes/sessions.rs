@@ -66,6 +66,7 @@ pub fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
         prompt_cache_options: None,
         review: Default::default(),
         usage: None,
+        required_actions: Vec::new(),
     }
 }
 

@@ -34,7 +34,7 @@ async fn create_returns_the_whole_resolved_agent() {
              "credential_id": null, "request_metadata": {},
              "transport": {"type": "stdio", "command": "npx", "cwd": "/workspace", "args": ["-y", "x"], "env_vars": []}}
         ],
-        "compaction": null, "experimental": null
+        "compaction": null, "experimental": null, "max_steps": 50
     });
     assert_eq!(agent, expected);
     let (status, fetched) = s.get(&format!("/v1/agents/{id}")).await;

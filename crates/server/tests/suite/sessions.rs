@@ -37,7 +37,7 @@ async fn create_returns_the_whole_session_resource() {
                   "multi_agent": {"enabled": false, "max_concurrent_subagents": null}, "name": null,
                   "reasoning": {"effort": null, "summary": null}, "service_tier": "auto",
                   "text": {"format": {"type": "text"}, "verbosity": "medium"}, "tools": [],
-                  "compaction": null, "experimental": null},
+                  "compaction": null, "experimental": null, "max_steps": 50},
         "created_at": session["created_at"], "environment": {"type": "none"}, "error": null,
         "last_active_at": session["created_at"], "metadata": {"user": "42"}, "required_actions": [],
         "status": "idle", "usage": null, "vault_ids": [], "prompt_cache_options": null, "review": "none"

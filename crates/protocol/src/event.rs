@@ -1,0 +1,136 @@
+//! Session events: the standing stream (`agent.session.*`) and the inputs a
+//! caller posts to `POST /v1/agents/sessions/{id}/events`.
+
+use crate::item::{InputMessage, Item};
+use crate::session::{Session, TokenUsage};
+use crate::turn::Turn;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One event of a session's stream. `event_id` is unique and ordered; a
+/// reconnecting client sends the last one it saw as `Last-Event-ID`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Event {
+    pub event_id: String,
+    #[serde(flatten)]
+    pub body: EventBody,
+}
+
+/// The error payload of an `error` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SessionError {
+    pub code: Option<String>,
+    pub message: String,
+    pub param: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type")]
+pub enum EventBody {
+    #[serde(rename = "agent.session.created")]
+    SessionCreated { session: Box<Session> },
+    #[serde(rename = "agent.session.in_progress")]
+    SessionInProgress { session: Box<Session> },
+    #[serde(rename = "agent.session.idle")]
+    SessionIdle { session: Box<Session> },
+    #[serde(rename = "agent.session.requires_action")]
+    SessionRequiresAction { session: Box<Session> },
+    #[serde(rename = "agent.session.failed")]
+    SessionFailed { session: Box<Session> },
+    #[serde(rename = "error")]
+    Error { session_id: String, error: SessionError },
+    #[serde(rename = "agent.session.turn.created")]
+    TurnCreated { session_id: String, turn_id: String, turn: Turn },
+    #[serde(rename = "agent.session.turn.in_progress")]
+    TurnInProgress { session_id: String, turn_id: String, turn: Turn },
+    #[serde(rename = "agent.session.turn.completed")]
+    TurnCompleted { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    #[serde(rename = "agent.session.turn.failed")]
+    TurnFailed { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    #[serde(rename = "agent.session.turn.cancelled")]
+    TurnCancelled { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    #[serde(rename = "agent.session.turn.item.added")]
+    ItemAdded { session_id: String, turn_id: String, output_index: Option<i64>, item: Item },
+    #[serde(rename = "agent.session.turn.item.done")]
+    ItemDone { session_id: String, turn_id: String, output_index: i64, item: Item },
+    #[serde(rename = "agent.session.turn.output_text.delta")]
+    OutputTextDelta {
+        session_id: String,
+        turn_id: String,
+        item_id: String,
+        output_index: i64,
+        content_index: i64,
+        delta: String,
+    },
+    #[serde(rename = "agent.session.turn.output_text.done")]
+    OutputTextDone {
+        session_id: String,
+        turn_id: String,
+        item_id: String,
+        output_index: i64,
+        content_index: i64,
+        text: String,
+    },
+    #[serde(rename = "agent.output.command_execution_output.delta")]
+    CommandOutputDelta { session_id: String, turn_id: String, item_id: String, output_index: i64, delta: String },
+}
+
+impl EventBody {
+    /// The turn an event belongs to, if any.
+    pub fn turn_id(&self) -> Option<&str> {
+        match self {
+            EventBody::TurnCreated { turn_id, .. }
+            | EventBody::TurnInProgress { turn_id, .. }
+            | EventBody::TurnCompleted { turn_id, .. }
+            | EventBody::TurnFailed { turn_id, .. }
+            | EventBody::TurnCancelled { turn_id, .. }
+            | EventBody::ItemAdded { turn_id, .. }
+            | EventBody::ItemDone { turn_id, .. }
+            | EventBody::OutputTextDelta { turn_id, .. }
+            | EventBody::OutputTextDone { turn_id, .. }
+            | EventBody::CommandOutputDelta { turn_id, .. } => Some(turn_id),
+            _ => None,
+        }
+    }
+
+    /// Whether this event ends a turn.
+    pub fn ends_turn(&self) -> bool {
+        matches!(self, EventBody::TurnCompleted { .. } | EventBody::TurnFailed { .. } | EventBody::TurnCancelled { .. })
+    }
+}
+
+/// `POST /v1/agents/sessions/{id}/events`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EventsCreate {
+    pub events: Vec<InputEvent>,
+}
+
+/// An input a caller submits to a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type")]
+pub enum InputEvent {
+    /// New user input: becomes a turn (queued behind a running one).
+    #[serde(rename = "agent.session.input.message")]
+    Message { input: Vec<InputMessage> },
+    /// Stop the active turn.
+    #[serde(rename = "agent.session.input.cancel")]
+    Cancel {},
+    /// The result of a client function call the turn waits for.
+    #[serde(rename = "agent.session.input.tool_result")]
+    ToolResult {
+        turn_id: String,
+        call_id: String,
+        success: bool,
+        #[serde(default)]
+        output: Option<Value>,
+        #[serde(default)]
+        error: Option<String>,
+    },
+    /// An answer to an MCP approval request.
+    #[serde(rename = "agent.session.input.mcp_approval_request_result")]
+    McpApprovalRequestResult { request_id: String, response: Value },
+}

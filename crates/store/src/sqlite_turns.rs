@@ -1,0 +1,178 @@
+//! The SQLite backend's turns, items, events and idempotency keys.
+
+use crate::sqlite::{SqliteStore, page_of};
+use crate::{Page, Result, event_id};
+use protocol::event::{Event, EventBody};
+use protocol::item::Item;
+use protocol::list::PageRequest;
+use protocol::turn::Turn;
+use sqlx::Row;
+use uuid::Uuid;
+
+impl SqliteStore {
+    pub(crate) async fn create_turn_impl(&self, org_id: &str, turn: &Turn) -> Result<()> {
+        sqlx::query("INSERT INTO turns (id, org_id, session_id, status, doc) VALUES (?, ?, ?, ?, ?)")
+            .bind(&turn.id)
+            .bind(org_id)
+            .bind(&turn.session_id)
+            .bind(turn.status.as_str())
+            .bind(serde_json::to_string(turn)?)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn put_turn_impl(&self, org_id: &str, turn: &Turn) -> Result<()> {
+        sqlx::query("UPDATE turns SET status = ?, doc = ? WHERE id = ? AND org_id = ?")
+            .bind(turn.status.as_str())
+            .bind(serde_json::to_string(turn)?)
+            .bind(&turn.id)
+            .bind(org_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn get_turn_impl(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
+        let doc: Option<String> = sqlx::query_scalar("SELECT doc FROM turns WHERE id = ? AND org_id = ?")
+            .bind(id.to_string())
+            .bind(org_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(doc.map(|d| serde_json::from_str(&d)).transpose()?)
+    }
+
+    pub(crate) async fn list_turns_impl(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        page: &PageRequest,
+    ) -> Result<Page<Turn>> {
+        let sid = session_id.to_string();
+        page_of(&self.pool, "turns", org_id, page, |q| {
+            q.push(" AND session_id = ");
+            q.push_bind(sid.clone());
+        })
+        .await
+    }
+
+    pub(crate) async fn open_turns_impl(&self) -> Result<Vec<(String, Turn)>> {
+        let rows = sqlx::query(
+            "SELECT org_id, doc FROM turns WHERE status IN ('queued', 'in_progress', 'waiting') ORDER BY seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| Ok((r.try_get::<String, _>("org_id")?, serde_json::from_str(r.try_get::<&str, _>("doc")?)?)))
+            .collect()
+    }
+
+    pub(crate) async fn put_item_impl(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES (?, ?, ?, ?, ?) \
+             ON CONFLICT(id) DO UPDATE SET doc = excluded.doc",
+        )
+        .bind(item.id())
+        .bind(org_id)
+        .bind(session_id.to_string())
+        .bind(item.turn_id())
+        .bind(serde_json::to_string(item)?)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn list_items_impl(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
+        let sid = session_id.to_string();
+        let tid = turn_id.map(str::to_string);
+        page_of(&self.pool, "items", org_id, page, |q| {
+            q.push(" AND session_id = ");
+            q.push_bind(sid.clone());
+            if let Some(tid) = &tid {
+                q.push(" AND turn_id = ");
+                q.push_bind(tid.clone());
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn history_impl(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+        let docs: Vec<String> =
+            sqlx::query_scalar("SELECT doc FROM items WHERE session_id = ? AND org_id = ? ORDER BY seq")
+                .bind(session_id.to_string())
+                .bind(org_id)
+                .fetch_all(&self.pool)
+                .await?;
+        docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
+    }
+
+    pub(crate) async fn append_events_impl(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
+        let sid = session_id.to_string();
+        let mut tx = self.pool.begin().await?;
+        let mut out = Vec::with_capacity(events.len());
+        for body in events {
+            // The id is the row's sequence number, so the row is inserted
+            // first and its document filled in once the number is known.
+            let seq = sqlx::query("INSERT INTO events (session_id, doc) VALUES (?, '')")
+                .bind(&sid)
+                .execute(&mut *tx)
+                .await?
+                .last_insert_rowid();
+            let event = Event { event_id: event_id(seq), body };
+            sqlx::query("UPDATE events SET doc = ? WHERE seq = ?")
+                .bind(serde_json::to_string(&event)?)
+                .bind(seq)
+                .execute(&mut *tx)
+                .await?;
+            out.push(event);
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    pub(crate) async fn events_after_impl(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
+        let docs: Vec<String> =
+            sqlx::query_scalar("SELECT doc FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?")
+                .bind(session_id.to_string())
+                .bind(after)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?;
+        docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
+    }
+
+    pub(crate) async fn claim_idempotency_key_impl(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        key: &str,
+        at: i64,
+    ) -> Result<bool> {
+        let done = sqlx::query(
+            "INSERT INTO idempotency_keys (org_id, session_id, key, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        )
+        .bind(org_id)
+        .bind(session_id.to_string())
+        .bind(key)
+        .bind(at)
+        .execute(&self.pool)
+        .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    pub(crate) async fn delete_session_rows(&self, tx: &mut sqlx::SqliteConnection, session_id: &str) -> Result<()> {
+        for table in ["turns", "items", "events", "idempotency_keys"] {
+            sqlx::query(&format!("DELETE FROM {table} WHERE session_id = ?"))
+                .bind(session_id)
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(())
+    }
+}
