@@ -1,0 +1,2 @@
+//! Placeholder until the MCP bench lands (keeps the workspace manifest valid).
+fn main() {}
