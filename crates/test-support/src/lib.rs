@@ -1,1 +1,3 @@
 //! Test support: the scripted model server and the TestServer builder shared by integration tests.
+
+pub mod model_server;
