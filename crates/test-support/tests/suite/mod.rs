@@ -1,0 +1,3 @@
+//! One module per piece of test support.
+
+mod model_server;
