@@ -1,0 +1,11 @@
+//! Test modules, one per behaviour area, and the shared support code.
+
+mod broker;
+mod call_tool;
+mod catalog;
+mod failures;
+mod http;
+mod resources;
+mod search;
+mod stdio;
+pub mod support;
