@@ -5,6 +5,7 @@ mod anthropic;
 mod cancel;
 mod errors;
 mod openai_stream;
+mod overhead;
 mod registry;
 mod retry;
 mod timeouts;

@@ -17,7 +17,7 @@ async fn an_upstream_that_never_answers_times_out_waiting_for_headers() {
         ModelError::Timeout { provider: "openai".into(), phase: TimeoutPhase::ResponseHeaders, after: limit }
     );
     assert_eq!(error.to_string(), "model provider `openai`: timed out after 500 ms waiting for the response headers");
-    assert!(elapsed >= limit && elapsed < limit + Duration::from_millis(400), "took {elapsed:?}");
+    assert!(elapsed >= limit && elapsed < limit + Duration::from_millis(1500), "took {elapsed:?}");
     assert_eq!(server.request_count(), 1, "a timeout is not retried");
 }
 
@@ -30,7 +30,7 @@ async fn a_stream_that_stalls_mid_way_times_out_between_chunks() {
     let idle = fast_settings().timeouts.idle;
     assert_eq!(events, vec![ModelEvent::TextDelta("ab".into())]);
     assert_eq!(error, ModelError::Timeout { provider: "openai".into(), phase: TimeoutPhase::Idle, after: idle });
-    assert!(elapsed >= idle && elapsed < idle + Duration::from_millis(400), "took {elapsed:?}");
+    assert!(elapsed >= idle && elapsed < idle + Duration::from_millis(1500), "took {elapsed:?}");
 }
 
 #[tokio::test]
