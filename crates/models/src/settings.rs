@@ -51,7 +51,7 @@ impl Default for Timeouts {
     }
 }
 
-/// Retries of retryable failures (connect errors, 429, 500/502/503/504),
+/// Retries of retryable failures (connect errors, 429, 500/502/503/504, 529),
 /// only ever before the stream has yielded anything.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {

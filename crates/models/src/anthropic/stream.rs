@@ -211,6 +211,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_error_event_fails_the_stream_with_its_type_and_message() {
+        let data = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+        let fault = MessagesDecoder::default().event("error", data, &mut VecDeque::new()).unwrap_err();
+        assert_eq!(fault, StreamFault::Upstream("overloaded_error: Overloaded".into()));
+    }
+
+    #[test]
     fn usage_counts_cache_reads_as_input() {
         let mut decoder = MessagesDecoder::default();
         let mut out = VecDeque::new();

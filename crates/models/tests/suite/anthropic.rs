@@ -90,3 +90,12 @@ async fn anthropic_stream_cut_before_message_stop_is_an_error() {
     let error = error.unwrap();
     assert_eq!(error.to_string(), "model provider `anthropic`: stream ended before `message_stop`");
 }
+
+#[tokio::test]
+async fn anthropic_overloaded_529_is_retried() {
+    let overloaded = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
+    let server = ModelServer::with_script([Step::error(529, overloaded), Step::text("there")]).await.unwrap();
+    let answer = ModelResponse::collect(anthropic(&server).stream(&ModelRequest::new("claude-test"))).await.unwrap();
+    assert_eq!(answer.text, "there");
+    assert_eq!(server.request_count(), 2);
+}
