@@ -84,12 +84,13 @@ impl ModelError {
         }
     }
 
-    /// Whether the same request may succeed if sent again: connect failures,
-    /// 429, 500/502/503/504, and Anthropic's 529 "overloaded". The providers already retried these (before
-    /// any event was yielded) as many times as their retry policy allows.
+    /// Whether the same request may succeed if sent again: connect failures
+    /// (refused or timed out), 429, 500/502/503/504, and Anthropic's 529
+    /// "overloaded". The providers already retried these (before any event
+    /// was yielded) as many times as their retry policy allows.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Connect { .. } => true,
+            Self::Connect { .. } | Self::Timeout { phase: TimeoutPhase::Connect, .. } => true,
             Self::Status { status, .. } => matches!(status, 429 | 500 | 502 | 503 | 504 | 529),
             _ => false,
         }

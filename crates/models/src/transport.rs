@@ -94,18 +94,18 @@ impl Endpoint {
     }
 
     fn request_error(&self, error: &reqwest::Error, attempt: u32) -> ModelError {
+        // reqwest reports its connect timeout as a connect error that is
+        // also a timeout; both are retryable.
+        if error.is_timeout() {
+            return self.timeout(TimeoutPhase::Connect);
+        }
         if error.is_connect() {
-            // reqwest reports its connect timeout as a connect error whose
-            // source chain says "timed out"; keep it retryable as a connect error.
             return ModelError::Connect {
                 provider: self.provider.clone(),
                 url: self.url.clone(),
                 message: describe(error),
                 attempts: attempt,
             };
-        }
-        if error.is_timeout() {
-            return self.timeout(TimeoutPhase::Connect);
         }
         ModelError::Transport { provider: self.provider.clone(), message: describe(error) }
     }
