@@ -31,3 +31,19 @@ async fn nothing_is_sent_until_the_stream_is_polled() {
     drop(stream);
     assert_eq!(server.request_count(), 0);
 }
+
+#[tokio::test]
+async fn dropping_the_stream_while_the_upstream_stalls_aborts_the_request() {
+    let server = ModelServer::with_script([Step::stall()]).await.unwrap();
+    let provider = openai(&server);
+    let mut stream = provider.stream(&ModelRequest::new("m"));
+    let waiting = tokio::time::timeout(Duration::from_millis(100), stream.next()).await;
+    assert!(waiting.is_err(), "the upstream has not answered yet");
+    assert_eq!(server.request_count(), 1);
+    drop(stream);
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while server.aborted_count() == 0 {
+        assert!(Instant::now() < deadline, "the server never saw the request go away");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
