@@ -1,9 +1,7 @@
 //! Starting the real test servers: npm install on first use, stdio servers as host processes,
 //! HTTP servers on 127.0.0.1 with readiness read from their output (never a sleep).
 
-use mcp::{
-    CatalogCache, Connection, HttpConfig, ServerConfig, StdioConfig, SystemClock, Timeouts, Toolset, TransportConfig,
-};
+use mcp::{CatalogCache, Connection, HttpConfig, ServerConfig, StdioConfig, SystemClock, Timeouts, TransportConfig};
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -77,11 +75,6 @@ pub fn stdio_config(label: &str, stdio: StdioConfig) -> ServerConfig {
 
 pub fn cache() -> Arc<CatalogCache> {
     Arc::new(CatalogCache::new(Arc::new(SystemClock)))
-}
-
-/// A toolset of one session with one server.
-pub fn toolset_with(config: ServerConfig, connection: Arc<Connection>, cache: Arc<CatalogCache>) -> Toolset {
-    Toolset::new("org_test", "session_test", cache).with_server(config, connection)
 }
 
 /// A Node HTTP server started by a test, stopped when dropped.
