@@ -1,1 +1,25 @@
-//! The turn loop: agent runs, tool dispatch, cancellation and the session event bus.
+//! The engine: runs turns.
+//!
+//! # Layout
+//! - [`Engine`]: the submission side. HTTP handlers call `submit_input`,
+//!   `submit_tool_result` and `cancel`; each returns as soon as the change is
+//!   committed. One worker task per busy session owns its turns and runs them
+//!   one at a time, in order (a queue pair: submissions in, events out).
+//! - [`turn`]: the loop of one turn (model steps, tool calls, waiting).
+//! - [`record`]: writes a turn's items and states, then publishes events.
+//! - [`bus`]: persists events and fans them out to live subscribers.
+//! - [`history`]: stored items → the model's messages.
+//! - [`tools`]: client functions and the hosted-tools plug-in point.
+
+pub mod bus;
+pub mod error;
+pub mod history;
+pub mod record;
+mod runtime;
+pub mod tools;
+pub mod turn;
+
+pub use bus::Bus;
+pub use error::{Error, Result};
+pub use runtime::Engine;
+pub use tools::{HostedOutput, HostedTools, HostedToolsFactory};

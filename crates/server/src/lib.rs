@@ -21,6 +21,7 @@ pub mod keys;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
+pub mod sse;
 pub mod state;
 
 pub use state::AppState;
@@ -45,11 +46,22 @@ pub struct Config {
     pub body_limit: usize,
     /// A key to install on first start (`REBYTE_BOOTSTRAP_KEY`).
     pub bootstrap_key: Option<String>,
+    /// `rebyte.toml`: model names → providers (environment variables otherwise).
+    pub models_config: Option<PathBuf>,
+    /// The same as TOML text, instead of a file (embedders and tests).
+    pub models_toml: Option<String>,
 }
 
 impl Config {
     pub fn new(data_dir: impl Into<PathBuf>) -> Self {
-        Self { data_dir: data_dir.into(), database_url: None, body_limit: DEFAULT_BODY_LIMIT, bootstrap_key: None }
+        Self {
+            data_dir: data_dir.into(),
+            database_url: None,
+            body_limit: DEFAULT_BODY_LIMIT,
+            bootstrap_key: None,
+            models_config: None,
+            models_toml: None,
+        }
     }
 }
 
@@ -66,6 +78,10 @@ pub enum StartError {
     Bootstrap(String),
     #[error("server error: {0}")]
     Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Models(#[from] models::ModelError),
+    #[error("recovering unfinished turns failed: {0}")]
+    Recover(#[from] engine::Error),
 }
 
 /// Seconds since the Unix epoch.
@@ -90,15 +106,31 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     routes::router(state, body_limit)
 }
 
-/// Opens the store, bootstraps it, and serves on `listener` until `shutdown`.
+/// Opens the store, bootstraps it, loads the model registry, fails the turns a
+/// previous process left running, and builds the application state.
+pub async fn start(config: &Config) -> Result<AppState, StartError> {
+    let store = open_store(config).await?;
+    bootstrap::run(store.as_ref(), config).await?;
+    let models = match &config.models_toml {
+        Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
+        None => models::Registry::load(config.models_config.clone())?,
+    };
+    let engine = engine::Engine::new(Arc::clone(&store), models, None);
+    let recovered = engine.recover().await?;
+    if recovered > 0 {
+        tracing::warn!(recovered, "failed turns left unfinished by a previous process");
+    }
+    Ok(AppState::new(store, engine))
+}
+
+/// Starts the application and serves on `listener` until `shutdown`.
 pub async fn serve(
     config: Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
-    let store = open_store(&config).await?;
-    bootstrap::run(store.as_ref(), &config).await?;
-    let app = router(AppState::new(store), config.body_limit);
+    let state = start(&config).await?;
+    let app = router(state, config.body_limit);
     let addr = listener.local_addr()?;
     // On stdout, one line that scripts and tests read to find the port.
     println!("rebyte listening on http://{addr}");

@@ -2,18 +2,20 @@
 
 use crate::auth::KeyCache;
 use crate::metrics::Metrics;
+use engine::Engine;
 use std::sync::Arc;
 use store::Store;
 
 #[derive(Clone)]
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub engine: Engine,
     pub keys: Arc<KeyCache>,
     pub metrics: Arc<Metrics>,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, keys: Arc::default(), metrics: Arc::default() }
+    pub fn new(store: Arc<dyn Store>, engine: Engine) -> Self {
+        Self { store, engine, keys: Arc::default(), metrics: Arc::default() }
     }
 }

@@ -116,8 +116,10 @@ pub trait Store: Send + Sync + 'static {
         turn_id: Option<&str>,
         page: &PageRequest,
     ) -> Result<Page<Item>>;
-    /// Every item of a session, oldest first (to rebuild a model's history).
-    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>>;
+    /// The items of a session's turns up to and including `turn_id`, turn by
+    /// turn, oldest first: the history a model sees in that turn (input queued
+    /// for later turns is left out).
+    async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
 
     /// Appends events in one transaction, assigning each its `event_id`
     /// (`evt_<sequence>`, increasing); returns them as stored.
@@ -127,6 +129,8 @@ pub trait Store: Send + Sync + 'static {
 
     /// Records an idempotency key; false when it was already recorded.
     async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool>;
+    /// Forgets a claimed key (its submission failed, so it never happened).
+    async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()>;
 }
 
 /// The sequence number inside an `evt_<sequence>` id.

@@ -411,8 +411,8 @@ impl Store for SqliteStore {
         self.list_items_impl(org_id, session_id, turn_id, page).await
     }
 
-    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
-        self.history_impl(org_id, session_id).await
+    async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+        self.history_impl(org_id, session_id, turn_id).await
     }
 
     async fn append_events(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
@@ -425,5 +425,15 @@ impl Store for SqliteStore {
 
     async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool> {
         self.claim_idempotency_key_impl(org_id, session_id, key, at).await
+    }
+
+    async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()> {
+        sqlx::query("DELETE FROM idempotency_keys WHERE org_id = ? AND session_id = ? AND key = ?")
+            .bind(org_id)
+            .bind(session_id.to_string())
+            .bind(key)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }

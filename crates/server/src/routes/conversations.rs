@@ -74,5 +74,6 @@ pub async fn delete(
     if !state.store.delete_session(&auth.org_id, uuid).await? {
         return Err(ApiError::not_found("conversation", &id));
     }
+    state.engine.forget(uuid);
     Ok(axum::Json(ConversationDeleted { id, object: "conversation.deleted".into(), deleted: true }))
 }

@@ -4,8 +4,10 @@
 pub mod admin;
 pub mod agents;
 pub mod conversations;
+pub mod events;
 pub mod ops;
 pub mod sessions;
+pub mod turns;
 
 use crate::error::ApiError;
 use crate::metrics;
@@ -21,6 +23,11 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/agents", post(agents::create).get(agents::list))
         .route("/agents/sessions", post(sessions::create).get(sessions::list))
         .route("/agents/sessions/{session_id}", get(sessions::retrieve).post(sessions::update).delete(sessions::delete))
+        .route("/agents/sessions/{session_id}/events", post(events::create).get(events::stream))
+        .route("/agents/sessions/{session_id}/turns", get(turns::list))
+        .route("/agents/sessions/{session_id}/turns/{turn_id}", get(turns::retrieve))
+        .route("/agents/sessions/{session_id}/turns/{turn_id}/items", get(turns::items))
+        .route("/agents/sessions/{session_id}/items", get(turns::session_items))
         .route("/agents/{agent_id}", get(agents::retrieve).post(agents::update).delete(agents::delete))
         .route("/conversations", post(conversations::create))
         .route(

@@ -7,11 +7,15 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{self, Json, ListQuery};
 use crate::now;
 use crate::routes::agents;
+use crate::routes::events;
+use crate::sse::{self, Until};
 use crate::state::AppState;
 use axum::extract::{Path, RawQuery, State};
+use axum::response::{IntoResponse, Response};
 use protocol::Metadata;
 use protocol::admin::Scope;
 use protocol::agent::AgentConfig;
+use protocol::event::EventBody;
 use protocol::list::List;
 use protocol::session::{
     EnvironmentParam, INLINE_AGENT_ID, Session, SessionAgent, SessionCreate, SessionDeleted, SessionEnvironment,
@@ -70,11 +74,18 @@ pub fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
     }
 }
 
-pub async fn create(
-    State(state): State<AppState>,
-    auth: Auth,
-    Json(req): Json<SessionCreate>,
-) -> ApiResult<axum::Json<Session>> {
+/// Parses a session create's `input`: a string or a list of user messages.
+fn parse_input(input: Option<serde_json::Value>) -> ApiResult<Option<Vec<Vec<protocol::item::Content>>>> {
+    let Some(value) = input else { return Ok(None) };
+    if value.is_null() {
+        return Ok(None);
+    }
+    let input: protocol::item::Input = serde_json::from_value(value)
+        .map_err(|e| ApiError::invalid("input", format!("input must be a string or a list of user messages: {e}")))?;
+    input.into_messages().map(Some).map_err(|m| ApiError::invalid("input", m))
+}
+
+pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<SessionCreate>) -> ApiResult<Response> {
     auth.require(Scope::TasksWrite)?;
     match &req.environment {
         EnvironmentParam::None => {}
@@ -88,8 +99,10 @@ pub async fn create(
             ));
         }
     }
-    if req.input.is_some() || req.stream == Some(true) {
-        return Err(ApiError::unsupported("input", "running turns is not supported yet"));
+    let input = parse_input(req.input)?;
+    let stream = req.stream == Some(true);
+    if stream && input.is_none() {
+        return Err(ApiError::invalid("input", "input is required when stream is true"));
     }
     if req.vault_ids.as_ref().is_some_and(|v| !v.is_empty()) {
         return Err(ApiError::unsupported("vault_ids", "vaults are not supported yet"));
@@ -121,7 +134,23 @@ pub async fn create(
     record.prompt_cache_options = req.prompt_cache_options;
     record.review = req.review.unwrap_or_default();
     state.store.create_session(&auth.org_id, &record).await?;
-    Ok(axum::Json(record.resource()))
+    let rx = stream.then(|| state.engine.bus().subscribe(record.id));
+    state
+        .engine
+        .bus()
+        .publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }])
+        .await
+        .map_err(events::engine_error)?;
+    let turn = match input {
+        Some(messages) => Some(events::submit(&state, &auth, &record, messages).await?),
+        None => None,
+    };
+    match (rx, turn) {
+        (Some(rx), Some(turn)) => {
+            Ok(sse::events(state.store.clone(), record.id, rx, None, Until::TurnEnds(turn.id)).into_response())
+        }
+        _ => Ok(axum::Json(load(&state, &auth, record.id).await?.resource()).into_response()),
+    }
 }
 
 pub async fn retrieve(
@@ -191,5 +220,6 @@ pub async fn delete(
     if !state.store.delete_session(&auth.org_id, uuid).await? {
         return Err(ApiError::not_found("session", &id));
     }
+    state.engine.forget(uuid);
     Ok(axum::Json(SessionDeleted { id, object: "agent.session.deleted".into(), deleted: true }))
 }

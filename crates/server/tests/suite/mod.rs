@@ -6,3 +6,5 @@ mod bad_input;
 mod conversations;
 mod ops;
 mod sessions;
+mod turn_failures;
+mod turns;

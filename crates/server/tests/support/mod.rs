@@ -2,9 +2,8 @@
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use server::{AppState, Config};
+use server::Config;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use tempfile::TempDir;
 use tokio::sync::oneshot;
 
@@ -19,6 +18,15 @@ pub struct TestServer {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// A rebyte.toml sending every model to the scripted server, with short
+/// timeouts and no retries so that failure tests are quick.
+pub fn models_toml(model: &test_support::model_server::ModelServer) -> String {
+    format!(
+        "[providers.openai]\nbase_url = \"{}\"\nresponse_timeout_ms = 2000\nidle_timeout_ms = 1000\nmax_retries = 0\n",
+        model.base_url()
+    )
+}
+
 pub fn test_key(tag: &str) -> String {
     let body: String =
         format!("{tag}{}", uuid::Uuid::new_v4().simple()).chars().filter(|c| c.is_ascii_alphanumeric()).collect();
@@ -28,6 +36,12 @@ pub fn test_key(tag: &str) -> String {
 impl TestServer {
     pub async fn start() -> Self {
         Self::start_with(|_| {}).await
+    }
+
+    /// Starts a server whose models all go to `model` (the scripted server).
+    pub async fn with_model(model: &test_support::model_server::ModelServer) -> Self {
+        let toml = models_toml(model);
+        Self::start_with(|c| c.models_toml = Some(toml)).await
     }
 
     /// Starts a server after letting `configure` adjust its configuration.
@@ -45,9 +59,8 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let (stop, stopped) = oneshot::channel::<()>();
-        let store = server::open_store(&config).await.unwrap();
-        server::bootstrap::run(store.as_ref(), &config).await.unwrap();
-        let app = server::router(AppState::new(Arc::clone(&store)), config.body_limit);
+        let state = server::start(&config).await.unwrap();
+        let app = server::router(state, config.body_limit);
         let task = tokio::spawn(async move {
             axum::serve(listener, app)
                 .with_graceful_shutdown(async {
@@ -169,4 +182,73 @@ pub fn assert_error(got: &(StatusCode, Value), status: StatusCode, kind: &str, p
     if let Some(param) = param {
         assert_eq!(body["error"]["param"], param, "{body}");
     }
+}
+
+impl TestServer {
+    /// Polls a turn until it reaches a terminal status (or 10 s pass).
+    pub async fn wait_turn(&self, session_id: &str, turn_id: &str) -> Value {
+        self.wait_turn_status(session_id, turn_id, &["completed", "failed", "cancelled"]).await
+    }
+
+    /// Polls a turn until its status is one of `statuses` (or 10 s pass).
+    pub async fn wait_turn_status(&self, session_id: &str, turn_id: &str, statuses: &[&str]) -> Value {
+        let path = format!("/v1/agents/sessions/{session_id}/turns/{turn_id}");
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let (_, turn) = self.get(&path).await;
+            if statuses.iter().any(|s| turn["status"] == *s) {
+                return turn;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "turn never reached {statuses:?}: {turn}");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Submits a user message; returns the id of the turn it created.
+    pub async fn send(&self, session_id: &str, text: &str) -> String {
+        let before = self.get(&format!("/v1/agents/sessions/{session_id}/turns?limit=1")).await.1;
+        let body = json!({"events": [{"type": "agent.session.input.message",
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}]});
+        let (status, answer) = self.post(&format!("/v1/agents/sessions/{session_id}/events"), body).await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{answer}");
+        let (_, after) = self.get(&format!("/v1/agents/sessions/{session_id}/turns?limit=1")).await;
+        let id = after["data"][0]["id"].as_str().unwrap().to_string();
+        assert_ne!(before["data"][0]["id"], after["data"][0]["id"], "a new turn was created");
+        id
+    }
+
+    /// Every stored event of a session (replayed from the start).
+    pub async fn events(&self, session_id: &str) -> Vec<Value> {
+        let resp = self
+            .http
+            .get(self.url(&format!("/v1/agents/sessions/{session_id}/events")))
+            .bearer_auth(&self.key)
+            .header("Last-Event-ID", "evt_0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let mut out = Vec::new();
+        let mut body = resp.bytes_stream();
+        let mut buf = String::new();
+        use futures::StreamExt;
+        // Read until no event arrives for a moment: the standing stream never ends.
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout(std::time::Duration::from_millis(300), body.next()).await {
+            buf.push_str(&String::from_utf8_lossy(&chunk));
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data: ") {
+                        out.push(serde_json::from_str(data).unwrap());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// The `type` of each event.
+pub fn types(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["type"].as_str().unwrap_or_default().to_string()).collect()
 }

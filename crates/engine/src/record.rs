@@ -1,0 +1,154 @@
+//! `Recorder`: writes one turn's progress — the turn row, its items, the
+//! session's engine-owned state — and publishes the matching events, always
+//! store first, then bus.
+
+use crate::bus::Bus;
+use crate::error::Result;
+use protocol::event::{EventBody, SessionError};
+use protocol::item::Item;
+use protocol::session::{SessionRecord, SessionStatus, TokenUsage};
+use protocol::turn::{Turn, TurnError, TurnStatus};
+use std::sync::Arc;
+use store::Store;
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}
+
+/// Adds one usage record to a running total.
+pub fn add_usage(total: &mut Option<TokenUsage>, u: &models::Usage) {
+    let t = total.get_or_insert_with(TokenUsage::default);
+    t.input_tokens += u.input_tokens as i64;
+    t.output_tokens += u.output_tokens as i64;
+    t.input_tokens_details.cached_tokens += u.cached_tokens as i64;
+    t.output_tokens_details.reasoning_tokens += u.reasoning_tokens as i64;
+    t.total_tokens = t.input_tokens + t.output_tokens;
+}
+
+/// The recorder of one running turn.
+pub struct Recorder {
+    pub store: Arc<dyn Store>,
+    pub bus: Arc<Bus>,
+    pub org_id: String,
+    pub session: SessionRecord,
+    pub turn: Turn,
+    next_output_index: i64,
+}
+
+impl Recorder {
+    pub fn new(store: Arc<dyn Store>, bus: Arc<Bus>, org_id: String, session: SessionRecord, turn: Turn) -> Self {
+        Self { store, bus, org_id, session, turn, next_output_index: 0 }
+    }
+
+    fn sid(&self) -> String {
+        self.session.id.to_string()
+    }
+
+    /// Publishes events of this session.
+    pub async fn emit(&self, bodies: Vec<EventBody>) -> Result<()> {
+        self.bus.publish(self.session.id, bodies).await?;
+        Ok(())
+    }
+
+    /// Stores a new output item and announces it; returns its output index.
+    pub async fn add_item(&mut self, item: Item) -> Result<i64> {
+        let index = self.next_output_index;
+        self.next_output_index += 1;
+        self.store.put_item(&self.org_id, self.session.id, &item).await?;
+        self.emit(vec![EventBody::ItemAdded {
+            session_id: self.sid(),
+            turn_id: self.turn.id.clone(),
+            output_index: Some(index),
+            item,
+        }])
+        .await?;
+        Ok(index)
+    }
+
+    /// Stores an item's final form and announces it done, with extra events first.
+    pub async fn done_item(&self, item: Item, index: i64, mut before: Vec<EventBody>) -> Result<()> {
+        self.store.put_item(&self.org_id, self.session.id, &item).await?;
+        before.push(EventBody::ItemDone {
+            session_id: self.sid(),
+            turn_id: self.turn.id.clone(),
+            output_index: index,
+            item,
+        });
+        self.emit(before).await
+    }
+
+    /// Adds an item that is complete from the start (added then done).
+    pub async fn add_done_item(&mut self, item: Item) -> Result<()> {
+        let index = self.add_item(item.clone()).await?;
+        self.done_item(item, index, Vec::new()).await
+    }
+
+    /// Writes the turn's status and the session's, then the events.
+    pub async fn set_status(
+        &mut self,
+        turn: TurnStatus,
+        session: SessionStatus,
+        actions: Vec<serde_json::Value>,
+    ) -> Result<()> {
+        self.turn.status = turn;
+        if turn == TurnStatus::InProgress && self.turn.started_at.is_none() {
+            self.turn.started_at = Some(now());
+        }
+        self.store.put_turn(&self.org_id, &self.turn).await?;
+        self.session.status = session;
+        self.session.required_actions = actions;
+        self.session.last_active_at = now();
+        self.store.set_session_state(&self.org_id, self.session.id, &self.session.state()).await?;
+        let (sid, tid, t) = (self.sid(), self.turn.id.clone(), self.turn.clone());
+        let session_event = match session {
+            SessionStatus::InProgress => EventBody::SessionInProgress { session: Box::new(self.session.resource()) },
+            SessionStatus::RequiresAction => {
+                EventBody::SessionRequiresAction { session: Box::new(self.session.resource()) }
+            }
+            SessionStatus::Idle => EventBody::SessionIdle { session: Box::new(self.session.resource()) },
+            SessionStatus::Failed => EventBody::SessionFailed { session: Box::new(self.session.resource()) },
+        };
+        let turn_event = match turn {
+            TurnStatus::InProgress => Some(EventBody::TurnInProgress { session_id: sid, turn_id: tid, turn: t }),
+            _ => None,
+        };
+        self.emit(turn_event.into_iter().chain([session_event]).collect()).await
+    }
+
+    /// Ends the turn: completed, failed (with its error) or cancelled; the
+    /// session goes idle, ready for the next input.
+    pub async fn finish(&mut self, status: TurnStatus, error: Option<TurnError>) -> Result<()> {
+        self.turn.status = status;
+        self.turn.completed_at = Some(now());
+        self.turn.error = error.clone();
+        self.store.put_turn(&self.org_id, &self.turn).await?;
+        if let Some(u) = &self.turn.usage {
+            let total = self.session.usage.get_or_insert_with(TokenUsage::default);
+            total.input_tokens += u.input_tokens;
+            total.output_tokens += u.output_tokens;
+            total.input_tokens_details.cached_tokens += u.input_tokens_details.cached_tokens;
+            total.output_tokens_details.reasoning_tokens += u.output_tokens_details.reasoning_tokens;
+            total.total_tokens = total.input_tokens + total.output_tokens;
+        }
+        self.session.status = SessionStatus::Idle;
+        self.session.required_actions = Vec::new();
+        self.session.last_active_at = now();
+        self.store.set_session_state(&self.org_id, self.session.id, &self.session.state()).await?;
+        let (sid, tid, turn, usage) = (self.sid(), self.turn.id.clone(), self.turn.clone(), self.turn.usage.clone());
+        let mut events = Vec::new();
+        if let Some(e) = error {
+            events.push(EventBody::Error {
+                session_id: sid.clone(),
+                error: SessionError { code: Some(e.code), message: e.message, param: None, kind: "turn_error".into() },
+            });
+        }
+        events.push(match status {
+            TurnStatus::Completed => EventBody::TurnCompleted { session_id: sid, turn_id: tid, turn, usage },
+            TurnStatus::Cancelled => EventBody::TurnCancelled { session_id: sid, turn_id: tid, turn, usage },
+            _ => EventBody::TurnFailed { session_id: sid, turn_id: tid, turn, usage },
+        });
+        events.push(EventBody::SessionIdle { session: Box::new(self.session.resource()) });
+        self.emit(events).await
+    }
+}

@@ -1,0 +1,267 @@
+//! [`Engine`]: accepts submissions and runs each session's turns, one at a
+//! time and in order, on a worker task that lives while the session has work.
+
+use crate::bus::Bus;
+use crate::error::{Error, Result};
+use crate::record::{Recorder, now};
+use crate::tools::{HostedToolsFactory, ToolSet};
+use crate::turn::{Ending, ToolResult, TurnRun};
+use models::Registry;
+use protocol::event::EventBody;
+use protocol::item::{Content, Item, ItemStatus, Role, new_item_id};
+use protocol::session::{SessionRecord, SessionStatus};
+use protocol::turn::{Turn, TurnError, TurnStatus};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use store::Store;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// The turn a session's worker is running.
+struct Active {
+    turn_id: Uuid,
+    cancel: CancellationToken,
+    results: mpsc::UnboundedSender<ToolResult>,
+    /// Calls the turn waits for; a result is accepted once.
+    pending: HashSet<String>,
+}
+
+/// A session's queue and its running turn.
+#[derive(Default)]
+struct Slot {
+    queued: VecDeque<(String, Uuid)>,
+    running: bool,
+    active: Option<Active>,
+}
+
+struct Inner {
+    store: Arc<dyn Store>,
+    models: Registry,
+    bus: Arc<Bus>,
+    hosted: Option<Arc<dyn HostedToolsFactory>>,
+    // Held only for short, non-async critical sections.
+    slots: Mutex<HashMap<Uuid, Slot>>,
+}
+
+/// The engine; cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+impl Engine {
+    pub fn new(store: Arc<dyn Store>, models: Registry, hosted: Option<Arc<dyn HostedToolsFactory>>) -> Self {
+        let bus = Arc::new(Bus::new(Arc::clone(&store)));
+        Self { inner: Arc::new(Inner { store, models, bus, hosted, slots: Mutex::default() }) }
+    }
+
+    pub fn bus(&self) -> &Arc<Bus> {
+        &self.inner.bus
+    }
+
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Slot>> {
+        self.inner.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Fails the turns a previous process left unfinished, so that their
+    /// sessions accept input again. Call once at start.
+    pub async fn recover(&self) -> Result<usize> {
+        let open = self.inner.store.open_turns().await?;
+        let count = open.len();
+        for (org_id, turn) in open {
+            let Ok(session_id) = Uuid::parse_str(&turn.session_id) else { continue };
+            let Some(session) = self.inner.store.get_session(&org_id, session_id).await? else { continue };
+            let mut rec =
+                Recorder::new(Arc::clone(&self.inner.store), Arc::clone(&self.inner.bus), org_id, session, turn);
+            let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
+            rec.finish(TurnStatus::Failed, Some(error)).await?;
+        }
+        Ok(count)
+    }
+
+    /// Commits a new queued turn with the user's messages and schedules it.
+    pub async fn submit_input(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+        messages: Vec<Vec<Content>>,
+    ) -> Result<Turn> {
+        let turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
+        self.inner.store.create_turn(org_id, &turn).await?;
+        let mut events = vec![EventBody::TurnCreated {
+            session_id: session.id.to_string(),
+            turn_id: turn.id.clone(),
+            turn: turn.clone(),
+        }];
+        for content in messages {
+            let item = Item::Message {
+                id: new_item_id(),
+                turn_id: turn.id.clone(),
+                role: Role::User,
+                status: ItemStatus::Completed,
+                content,
+                phase: None,
+            };
+            self.inner.store.put_item(org_id, session.id, &item).await?;
+            events.push(EventBody::ItemAdded {
+                session_id: session.id.to_string(),
+                turn_id: turn.id.clone(),
+                output_index: None,
+                item,
+            });
+        }
+        self.inner.bus.publish(session.id, events).await?;
+        let turn_id = Uuid::parse_str(&turn.id).map_err(|e| Error::Invalid(e.to_string()))?;
+        let start = {
+            let mut slots = self.slots();
+            let slot = slots.entry(session.id).or_default();
+            slot.queued.push_back((org_id.to_string(), turn_id));
+            !std::mem::replace(&mut slot.running, true)
+        };
+        if start {
+            let engine = self.clone();
+            let session_id = session.id;
+            tokio::spawn(async move { engine.work(session_id).await });
+        }
+        Ok(turn)
+    }
+
+    /// Hands a client function result to the turn waiting for it.
+    pub fn submit_tool_result(&self, session_id: Uuid, turn_id: &str, result: ToolResult) -> Result<()> {
+        let mut slots = self.slots();
+        let active = slots.get_mut(&session_id).and_then(|s| s.active.as_mut());
+        match active {
+            Some(a) if a.turn_id.to_string() == turn_id && a.pending.contains(&result.call_id) => {
+                a.pending.remove(&result.call_id);
+                let _ = a.results.send(result);
+                Ok(())
+            }
+            _ => Err(Error::UnknownToolCall { call_id: result.call_id }),
+        }
+    }
+
+    /// Cancels the running turn, or else the oldest queued one.
+    pub async fn cancel(&self, org_id: &str, session_id: Uuid, only: Option<Uuid>) -> Result<Uuid> {
+        let queued = {
+            let mut slots = self.slots();
+            let slot = slots.get_mut(&session_id).ok_or(Error::NoActiveTurn)?;
+            match &slot.active {
+                Some(a) if only.is_none_or(|t| t == a.turn_id) => {
+                    a.cancel.cancel();
+                    return Ok(a.turn_id);
+                }
+                _ => {
+                    let pos = slot
+                        .queued
+                        .iter()
+                        .position(|(_, t)| only.is_none_or(|o| o == *t))
+                        .ok_or(Error::NoActiveTurn)?;
+                    slot.queued.remove(pos).map(|(_, t)| t).ok_or(Error::NoActiveTurn)?
+                }
+            }
+        };
+        self.end_queued(org_id, session_id, queued, TurnStatus::Cancelled, None).await?;
+        Ok(queued)
+    }
+
+    /// Stops everything of a deleted session.
+    pub fn forget(&self, session_id: Uuid) {
+        if let Some(slot) = self.slots().get_mut(&session_id) {
+            slot.queued.clear();
+            if let Some(a) = &slot.active {
+                a.cancel.cancel();
+            }
+        }
+        self.inner.bus.close(session_id);
+    }
+
+    async fn end_queued(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Uuid,
+        status: TurnStatus,
+        error: Option<TurnError>,
+    ) -> Result<()> {
+        let store = &self.inner.store;
+        let (Some(session), Some(turn)) =
+            (store.get_session(org_id, session_id).await?, store.get_turn(org_id, turn_id).await?)
+        else {
+            return Ok(());
+        };
+        let mut rec = Recorder::new(Arc::clone(store), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn);
+        rec.finish(status, error).await
+    }
+
+    /// The worker: runs queued turns until none is left.
+    async fn work(self, session_id: Uuid) {
+        loop {
+            let next = {
+                let mut slots = self.slots();
+                let Some(slot) = slots.get_mut(&session_id) else { return };
+                match slot.queued.pop_front() {
+                    Some(next) => Some(next),
+                    None => {
+                        slots.remove(&session_id);
+                        None
+                    }
+                }
+            };
+            let Some((org_id, turn_id)) = next else { return };
+            if let Err(e) = self.run(&org_id, session_id, turn_id).await {
+                tracing::error!(%session_id, %turn_id, error = %e, "turn aborted by a store error");
+                let error = TurnError::new("internal_error", format!("the turn stopped on an internal error: {e}"));
+                let _ = self.end_queued(&org_id, session_id, turn_id, TurnStatus::Failed, Some(error)).await;
+            }
+            if let Some(slot) = self.slots().get_mut(&session_id) {
+                slot.active = None;
+            }
+        }
+    }
+
+    async fn run(&self, org_id: &str, session_id: Uuid, turn_id: Uuid) -> Result<()> {
+        let store = &self.inner.store;
+        let (Some(session), Some(turn)) =
+            (store.get_session(org_id, session_id).await?, store.get_turn(org_id, turn_id).await?)
+        else {
+            return Ok(());
+        };
+        if turn.status.is_terminal() {
+            return Ok(());
+        }
+        let cancel = CancellationToken::new();
+        let (results_tx, results) = mpsc::unbounded_channel();
+        if let Some(slot) = self.slots().get_mut(&session_id) {
+            slot.active =
+                Some(Active { turn_id, cancel: cancel.clone(), results: results_tx, pending: HashSet::new() });
+        }
+        let mut rec = Recorder::new(Arc::clone(store), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn);
+        rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
+        let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
+            Ok(m) => m,
+            Err(e) => return rec.finish(TurnStatus::Failed, Some(TurnError::new(e.code(), e.to_string()))).await,
+        };
+        let hosted = match &self.inner.hosted {
+            Some(f) => f.for_turn(org_id, &rec.session).await,
+            None => Vec::new(),
+        };
+        let tools = ToolSet::new(&rec.session.agent.config, hosted);
+        let messages = crate::turn::initial_messages(&store.history(org_id, session_id, &turn_id.to_string()).await?);
+        let engine = self.clone();
+        let register = Box::new(move |calls: Vec<String>| {
+            if let Some(a) = engine.slots().get_mut(&session_id).and_then(|s| s.active.as_mut()) {
+                a.pending.extend(calls);
+            }
+        });
+        let run = TurnRun { rec, model, tools, messages, cancel, results, register };
+        let mut rec_after = None;
+        let ending = run.run_with(&mut rec_after).await?;
+        let Some(mut rec) = rec_after else { return Ok(()) };
+        match ending {
+            Ending::Completed => rec.finish(TurnStatus::Completed, None).await,
+            Ending::Cancelled => rec.finish(TurnStatus::Cancelled, None).await,
+            Ending::Failed(e) => rec.finish(TurnStatus::Failed, Some(e)).await,
+        }
+    }
+}

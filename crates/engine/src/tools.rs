@@ -1,0 +1,81 @@
+//! The tools a turn offers the model: client functions (the turn waits for
+//! the caller's result) and hosted tools that run inside the server (sandbox
+//! built-ins, MCP helpers), which plug in through [`HostedTools`].
+
+use crate::record::Recorder;
+use models::ToolSpec;
+use protocol::agent::AgentConfig;
+use protocol::tool::{FunctionTool, ToolParam};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// What a hosted tool answered: the text for the model. The tool records its
+/// own items (an `mcp_call`, a `command_execution`) through the recorder.
+pub struct HostedOutput {
+    pub text: String,
+}
+
+/// Tools that run inside the server for one turn.
+#[async_trait::async_trait]
+pub trait HostedTools: Send + Sync {
+    /// What the model is told about these tools.
+    fn specs(&self) -> Vec<ToolSpec>;
+    /// Whether `name` is one of these tools.
+    fn handles(&self, name: &str) -> bool;
+    /// Runs one call; `cancel` fires when the turn is cancelled.
+    async fn call(
+        &self,
+        name: &str,
+        call_id: &str,
+        arguments: Value,
+        recorder: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> HostedOutput;
+}
+
+/// Builds the hosted tools for a turn of a session, if the session has any.
+#[async_trait::async_trait]
+pub trait HostedToolsFactory: Send + Sync {
+    async fn for_turn(&self, org_id: &str, session: &protocol::session::SessionRecord) -> Vec<Arc<dyn HostedTools>>;
+}
+
+/// The tool set of one turn.
+pub struct ToolSet {
+    pub functions: HashMap<String, FunctionTool>,
+    pub hosted: Vec<Arc<dyn HostedTools>>,
+}
+
+impl ToolSet {
+    pub fn new(config: &AgentConfig, hosted: Vec<Arc<dyn HostedTools>>) -> Self {
+        let functions = config
+            .tools
+            .iter()
+            .filter_map(|t| match t {
+                ToolParam::Function(f) => Some((f.name.clone(), f.clone())),
+                ToolParam::Mcp(_) => None,
+            })
+            .collect();
+        Self { functions, hosted }
+    }
+
+    /// Every tool as the model sees it.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<ToolSpec> = self
+            .functions
+            .values()
+            .map(|f| ToolSpec::new(&f.name, &f.description, Value::Object(f.parameters.clone())))
+            .collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        for h in &self.hosted {
+            specs.extend(h.specs());
+        }
+        specs
+    }
+
+    /// The hosted tool set that runs `name`, if any.
+    pub fn hosted_for(&self, name: &str) -> Option<Arc<dyn HostedTools>> {
+        self.hosted.iter().find(|h| h.handles(name)).cloned()
+    }
+}

@@ -1,0 +1,320 @@
+//! One turn: model steps and tool calls until the model answers without
+//! calling a tool, the step limit is reached, the turn is cancelled, or
+//! something fails. Every item and state change is stored as it happens.
+
+use crate::error::Result;
+use crate::history::{self, output_text};
+use crate::record::{Recorder, add_usage};
+use crate::tools::ToolSet;
+use futures::StreamExt;
+use models::{Message, ModelEvent, ModelRequest, ResolvedModel, ToolCall};
+use protocol::event::EventBody;
+use protocol::item::{Content, Item, ItemStatus, Phase, Role, new_item_id};
+use protocol::session::SessionStatus;
+use protocol::turn::{TurnError, TurnStatus};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// A client's answer to a function call.
+#[derive(Debug)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub success: bool,
+    pub output: Option<Value>,
+    pub error: Option<String>,
+}
+
+/// How a turn ended.
+pub enum Ending {
+    Completed,
+    Cancelled,
+    Failed(TurnError),
+}
+
+/// Everything a running turn needs.
+pub struct TurnRun {
+    pub rec: Recorder,
+    pub model: ResolvedModel,
+    pub tools: ToolSet,
+    pub messages: Vec<Message>,
+    pub cancel: CancellationToken,
+    pub results: mpsc::UnboundedReceiver<ToolResult>,
+    /// Registers the calls the turn now waits for (so that results naming
+    /// them are accepted) before they are announced.
+    pub register: Box<dyn Fn(Vec<String>) + Send + Sync>,
+}
+
+impl TurnRun {
+    fn request(&self) -> ModelRequest {
+        let c = &self.rec.session.agent.config;
+        let mut req = self.model.request();
+        req.instructions = c.instructions.clone();
+        req.messages = self.messages.clone();
+        req.tools = self.tools.specs();
+        req.reasoning_effort = c.reasoning.effort.and_then(|e| serde_json::from_value(json!(e)).ok());
+        req
+    }
+
+    /// Runs the loop to its end, handing the recorder back for the ending.
+    pub async fn run_with(mut self, out: &mut Option<Recorder>) -> Result<Ending> {
+        let ending = self.run().await;
+        *out = Some(self.rec);
+        ending
+    }
+
+    /// Runs the loop to its end.
+    async fn run(&mut self) -> Result<Ending> {
+        let max_steps = self.rec.session.agent.config.max_steps();
+        for _ in 0..max_steps {
+            let (text, calls) = match self.step().await? {
+                Step::Answered(text, calls) => (text, calls),
+                Step::Ended(ending) => return Ok(ending),
+            };
+            if !text.is_empty() {
+                self.messages.push(Message::assistant(text));
+            }
+            if calls.is_empty() {
+                return Ok(Ending::Completed);
+            }
+            if let Some(ending) = self.run_calls(calls).await? {
+                return Ok(ending);
+            }
+        }
+        Ok(Ending::Failed(TurnError::new(
+            "max_steps_exceeded",
+            format!("the turn reached its limit of {max_steps} model steps without a final answer"),
+        )))
+    }
+
+    /// One model call, streamed into a message item.
+    async fn step(&mut self) -> Result<Step> {
+        let request = self.request();
+        let mut stream = self.model.stream(&request);
+        let mut message: Option<(String, i64)> = None;
+        let mut text = String::new();
+        let mut calls = Vec::new();
+        let sid = self.rec.session.id.to_string();
+        let tid = self.rec.turn.id.clone();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => None,
+                ev = stream.next() => Some(ev),
+            };
+            let Some(ev) = next else {
+                drop(stream);
+                self.close_message(message, text, ItemStatus::Incomplete, None).await?;
+                return Ok(Step::Ended(Ending::Cancelled));
+            };
+            match ev {
+                Some(Ok(ModelEvent::TextDelta(delta))) => {
+                    if message.is_none() {
+                        let id = new_item_id();
+                        let item = self.message_item(&id, String::new(), ItemStatus::InProgress, None);
+                        let index = self.rec.add_item(item).await?;
+                        message = Some((id, index));
+                    }
+                    if let Some((item_id, index)) = &message {
+                        text.push_str(&delta);
+                        self.rec
+                            .emit(vec![EventBody::OutputTextDelta {
+                                session_id: sid.clone(),
+                                turn_id: tid.clone(),
+                                item_id: item_id.clone(),
+                                output_index: *index,
+                                content_index: 0,
+                                delta,
+                            }])
+                            .await?;
+                    }
+                }
+                Some(Ok(ModelEvent::ToolCall(call))) => calls.push(call),
+                Some(Ok(ModelEvent::Usage(u))) => add_usage(&mut self.rec.turn.usage, &u),
+                Some(Ok(ModelEvent::Finish(_))) | None => break,
+                Some(Err(e)) => {
+                    self.close_message(message, text, ItemStatus::Incomplete, None).await?;
+                    let model = &self.rec.session.agent.config.model;
+                    return Ok(Step::Ended(Ending::Failed(TurnError::new(
+                        e.code(),
+                        format!("model '{model}' failed: {e}"),
+                    ))));
+                }
+            }
+        }
+        let phase = if calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
+        self.close_message(message, text.clone(), ItemStatus::Completed, Some(phase)).await?;
+        Ok(Step::Answered(text, calls))
+    }
+
+    fn message_item(&self, id: &str, text: String, status: ItemStatus, phase: Option<Phase>) -> Item {
+        let content = if text.is_empty() && status == ItemStatus::InProgress {
+            Vec::new()
+        } else {
+            vec![Content::OutputText { text }]
+        };
+        Item::Message {
+            id: id.to_string(),
+            turn_id: self.rec.turn.id.clone(),
+            role: Role::Assistant,
+            status,
+            content,
+            phase,
+        }
+    }
+
+    async fn close_message(
+        &mut self,
+        message: Option<(String, i64)>,
+        text: String,
+        status: ItemStatus,
+        phase: Option<Phase>,
+    ) -> Result<()> {
+        let Some((id, index)) = message else { return Ok(()) };
+        let done = EventBody::OutputTextDone {
+            session_id: self.rec.session.id.to_string(),
+            turn_id: self.rec.turn.id.clone(),
+            item_id: id.clone(),
+            output_index: index,
+            content_index: 0,
+            text: text.clone(),
+        };
+        let item = self.message_item(&id, text, status, phase);
+        self.rec.done_item(item, index, vec![done]).await
+    }
+
+    /// Runs one step's tool calls; `Some` when the turn ended while doing so.
+    async fn run_calls(&mut self, calls: Vec<ToolCall>) -> Result<Option<Ending>> {
+        let mut answers = Vec::new();
+        let mut waiting = Vec::new();
+        for call in &calls {
+            self.messages.push(Message::ToolCall(call.clone()));
+        }
+        for call in calls {
+            let parsed = call.parse_arguments();
+            if let Some(hosted) = self.tools.hosted_for(&call.name) {
+                let answer = match parsed {
+                    Ok(args) => hosted.call(&call.name, &call.id, args, &mut self.rec, &self.cancel).await.text,
+                    Err(e) => format!("error: the arguments are not valid JSON: {e}"),
+                };
+                answers.push(Message::tool_result(&call.id, answer));
+                if self.cancel.is_cancelled() {
+                    return Ok(Some(Ending::Cancelled));
+                }
+                continue;
+            }
+            let known = self.tools.functions.contains_key(&call.name);
+            let problem = match (&parsed, known) {
+                (_, false) => Some(format!("unknown tool '{}'", call.name)),
+                (Err(e), true) => Some(format!("the arguments are not valid JSON: {e}")),
+                (Ok(_), true) => None,
+            };
+            let arguments = parsed.unwrap_or_else(|_| Value::String(call.arguments.clone()));
+            if let Some(problem) = problem {
+                self.record_failed_call(&call, arguments, &problem).await?;
+                answers.push(Message::tool_result(&call.id, format!("error: {problem}")));
+            } else {
+                waiting.push((call, arguments));
+            }
+        }
+        if !waiting.is_empty()
+            && let Some(ending) = self.wait_for_client(waiting, &mut answers).await?
+        {
+            return Ok(Some(ending));
+        }
+        self.messages.extend(answers);
+        Ok(None)
+    }
+
+    async fn record_failed_call(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> Result<()> {
+        let turn_id = self.rec.turn.id.clone();
+        let item = Item::FunctionCall {
+            id: new_item_id(),
+            turn_id: turn_id.clone(),
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            arguments,
+            status: ItemStatus::Failed,
+        };
+        self.rec.add_done_item(item).await?;
+        let output = Item::FunctionCallOutput {
+            id: new_item_id(),
+            turn_id,
+            call_id: call.id.clone(),
+            output: None,
+            error: Some(problem.to_string()),
+            status: ItemStatus::Failed,
+        };
+        self.rec.add_done_item(output).await
+    }
+
+    /// Announces client function calls, waits for every result, records them.
+    async fn wait_for_client(
+        &mut self,
+        waiting: Vec<(ToolCall, Value)>,
+        answers: &mut Vec<Message>,
+    ) -> Result<Option<Ending>> {
+        let turn_id = self.rec.turn.id.clone();
+        (self.register)(waiting.iter().map(|(c, _)| c.id.clone()).collect());
+        let mut pending = Vec::new();
+        for (call, arguments) in waiting {
+            let item = Item::FunctionCall {
+                id: new_item_id(),
+                turn_id: turn_id.clone(),
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: arguments.clone(),
+                status: ItemStatus::InProgress,
+            };
+            let index = self.rec.add_item(item.clone()).await?;
+            let action = json!({"type": "function_call", "call_id": call.id, "name": call.name,
+                                "arguments": arguments, "turn_id": turn_id});
+            pending.push((call.id.clone(), item, index, action));
+        }
+        let actions = pending.iter().map(|p| p.3.clone()).collect();
+        self.rec.set_status(TurnStatus::Waiting, SessionStatus::RequiresAction, actions).await?;
+        while !pending.is_empty() {
+            let result = tokio::select! {
+                biased;
+                _ = self.cancel.cancelled() => return Ok(Some(Ending::Cancelled)),
+                r = self.results.recv() => r,
+            };
+            let Some(result) = result else { return Ok(Some(Ending::Cancelled)) };
+            let Some(pos) = pending.iter().position(|p| p.0 == result.call_id) else { continue };
+            let (call_id, item, index, _) = pending.remove(pos);
+            let status = if result.success { ItemStatus::Completed } else { ItemStatus::Failed };
+            if let Item::FunctionCall { id, call_id, name, arguments, turn_id, .. } = item {
+                let done = Item::FunctionCall { id, call_id, name, arguments, turn_id, status };
+                self.rec.done_item(done, index, Vec::new()).await?;
+            }
+            let error =
+                if result.success { None } else { Some(result.error.unwrap_or_else(|| "the tool failed".into())) };
+            answers.push(Message::tool_result(&call_id, output_text(&result.output, &error)));
+            let output = Item::FunctionCallOutput {
+                id: new_item_id(),
+                turn_id: turn_id.clone(),
+                call_id,
+                output: result.output,
+                error,
+                status,
+            };
+            self.rec.add_done_item(output).await?;
+            if !pending.is_empty() {
+                let actions = pending.iter().map(|p| p.3.clone()).collect();
+                self.rec.set_status(TurnStatus::Waiting, SessionStatus::RequiresAction, actions).await?;
+            }
+        }
+        self.rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
+        Ok(None)
+    }
+}
+
+enum Step {
+    Answered(String, Vec<ToolCall>),
+    Ended(Ending),
+}
+
+/// The model's view of a session's stored history.
+pub fn initial_messages(items: &[Item]) -> Vec<Message> {
+    history::messages(items)
+}

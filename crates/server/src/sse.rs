@@ -1,0 +1,130 @@
+//! Server-sent event streams of a session: replay from the store after a
+//! `Last-Event-ID`, then live events from the bus — falling back to the store
+//! whenever a slow subscriber lags, so no event is ever skipped.
+
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::stream::{self, Stream, StreamExt};
+use protocol::event::{Event, EventBody};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use store::Store;
+use tokio::sync::broadcast::{self, error::RecvError};
+use uuid::Uuid;
+
+/// Events read from the store per catch-up query.
+const REPLAY_BATCH: u32 = 500;
+
+/// When a finite stream ends.
+#[derive(Debug, Clone)]
+pub enum Until {
+    /// Never: the standing stream.
+    Forever,
+    /// After the session reports idle or failed once this turn has ended.
+    TurnEnds(String),
+}
+
+struct State {
+    store: Arc<dyn Store>,
+    session_id: Uuid,
+    rx: broadcast::Receiver<Arc<Event>>,
+    /// The last sequence number sent (or to start after).
+    last: i64,
+    backlog: std::collections::VecDeque<Arc<Event>>,
+    /// Whether to read the store before live events.
+    catch_up: bool,
+    until: Until,
+    turn_ended: bool,
+    done: bool,
+}
+
+impl State {
+    /// The next event to send, or `None` at the end.
+    async fn next(&mut self) -> Option<Arc<Event>> {
+        loop {
+            if let Some(event) = self.backlog.pop_front() {
+                return Some(event);
+            }
+            if self.catch_up {
+                match self.store.events_after(self.session_id, self.last, REPLAY_BATCH).await {
+                    Ok(events) if !events.is_empty() => {
+                        self.backlog.extend(events.into_iter().map(Arc::new));
+                        continue;
+                    }
+                    Ok(_) => self.catch_up = false,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "event replay failed");
+                        return None;
+                    }
+                }
+            }
+            match self.rx.recv().await {
+                Ok(event) => {
+                    if store::event_seq(&event.event_id).is_some_and(|s| s > self.last) {
+                        return Some(event);
+                    }
+                }
+                Err(RecvError::Lagged(_)) => self.catch_up = true,
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+
+    fn note(&mut self, event: &Event) {
+        if let Some(seq) = store::event_seq(&event.event_id) {
+            self.last = self.last.max(seq);
+        }
+        if let Until::TurnEnds(turn_id) = &self.until {
+            if event.body.ends_turn() && event.body.turn_id() == Some(turn_id) {
+                self.turn_ended = true;
+            }
+            if self.turn_ended && matches!(event.body, EventBody::SessionIdle { .. } | EventBody::SessionFailed { .. })
+            {
+                self.done = true;
+            }
+        }
+    }
+}
+
+fn frame(event: &Event) -> SseEvent {
+    let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
+    let kind =
+        serde_json::to_value(&event.body).ok().and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)));
+    let mut frame = SseEvent::default().id(event.event_id.clone()).data(data);
+    if let Some(kind) = kind {
+        frame = frame.event(kind);
+    }
+    frame
+}
+
+/// The SSE response for a session's events after sequence `after` (`None`:
+/// only events from now on), ending as `until` says.
+pub fn events(
+    store: Arc<dyn Store>,
+    session_id: Uuid,
+    rx: broadcast::Receiver<Arc<Event>>,
+    after: Option<i64>,
+    until: Until,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let state = State {
+        store,
+        session_id,
+        rx,
+        last: after.unwrap_or(0),
+        backlog: Default::default(),
+        catch_up: after.is_some(),
+        until,
+        turn_ended: false,
+        done: false,
+    };
+    let body = stream::unfold(state, |mut state| async move {
+        if state.done {
+            return None;
+        }
+        let event = state.next().await?;
+        state.note(&event);
+        Some((Ok::<_, Infallible>(frame(&event)), state))
+    });
+    let finite = body.chain(stream::once(async { Ok(SseEvent::default().data("[DONE]")) }));
+    Sse::new(finite).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+}
