@@ -127,6 +127,50 @@ impl Engine {
         Ok(turn)
     }
 
+    /// Adds messages to a session's history without running the model: they
+    /// are stored as one completed turn (conversation items added directly).
+    pub async fn append_messages(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+        messages: Vec<(Role, Vec<Content>)>,
+    ) -> Result<Turn> {
+        let at = now();
+        let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, at);
+        turn.status = TurnStatus::Completed;
+        turn.started_at = Some(at);
+        turn.completed_at = Some(at);
+        self.inner.store.create_turn(org_id, &turn).await?;
+        let sid = session.id.to_string();
+        let mut events =
+            vec![EventBody::TurnCreated { session_id: sid.clone(), turn_id: turn.id.clone(), turn: turn.clone() }];
+        for (role, content) in messages {
+            let item = Item::Message {
+                id: new_item_id(),
+                turn_id: turn.id.clone(),
+                role,
+                status: ItemStatus::Completed,
+                content,
+                phase: None,
+            };
+            self.inner.store.put_item(org_id, session.id, &item).await?;
+            events.push(EventBody::ItemAdded {
+                session_id: sid.clone(),
+                turn_id: turn.id.clone(),
+                output_index: None,
+                item,
+            });
+        }
+        events.push(EventBody::TurnCompleted {
+            session_id: sid,
+            turn_id: turn.id.clone(),
+            turn: turn.clone(),
+            usage: None,
+        });
+        self.inner.bus.publish(session.id, events).await?;
+        Ok(turn)
+    }
+
     /// Hands a client function result to the turn waiting for it.
     pub fn submit_tool_result(&self, session_id: Uuid, turn_id: &str, result: ToolResult) -> Result<()> {
         let mut slots = self.slots();
@@ -139,6 +183,11 @@ impl Engine {
             }
             _ => Err(Error::UnknownToolCall { call_id: result.call_id }),
         }
+    }
+
+    /// The turn a session is running now, if any.
+    pub fn active_turn(&self, session_id: Uuid) -> Option<Uuid> {
+        self.slots().get(&session_id).and_then(|s| s.active.as_ref()).map(|a| a.turn_id)
     }
 
     /// Cancels the running turn, or else the oldest queued one.

@@ -24,6 +24,7 @@ pub mod event;
 pub mod ids;
 pub mod item;
 pub mod list;
+pub mod response;
 pub mod session;
 pub mod tool;
 pub mod turn;

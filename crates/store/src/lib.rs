@@ -116,6 +116,8 @@ pub trait Store: Send + Sync + 'static {
         turn_id: Option<&str>,
         page: &PageRequest,
     ) -> Result<Page<Item>>;
+    /// Every item of one turn, oldest first.
+    async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
     /// The items of a session's turns up to and including `turn_id`, turn by
     /// turn, oldest first: the history a model sees in that turn (input queued
     /// for later turns is left out).

@@ -411,6 +411,18 @@ impl Store for SqliteStore {
         self.list_items_impl(org_id, session_id, turn_id, page).await
     }
 
+    async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+        let docs: Vec<String> = sqlx::query_scalar(
+            "SELECT doc FROM items WHERE turn_id = ? AND session_id = ? AND org_id = ? ORDER BY seq",
+        )
+        .bind(turn_id)
+        .bind(session_id.to_string())
+        .bind(org_id)
+        .fetch_all(&self.pool)
+        .await?;
+        docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
+    }
+
     async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
         self.history_impl(org_id, session_id, turn_id).await
     }

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod conversations;
 pub mod events;
 pub mod ops;
+pub mod responses;
 pub mod sessions;
 pub mod turns;
 
@@ -33,6 +34,14 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route(
             "/conversations/{conversation_id}",
             get(conversations::retrieve).post(conversations::update).delete(conversations::delete),
+        )
+        .route("/responses", post(responses::create))
+        .route("/responses/{response_id}", get(responses::retrieve))
+        .route("/responses/{response_id}/cancel", post(responses::cancel))
+        .route("/responses/{response_id}/input_items", get(responses::input_items))
+        .route(
+            "/conversations/{conversation_id}/items",
+            get(conversations::list_items).post(conversations::create_items),
         )
         .route("/admin/organizations", post(admin::create_organization))
         .route("/admin/keys", post(admin::create_key).get(admin::list_keys))

@@ -5,6 +5,7 @@ mod auth;
 mod bad_input;
 mod conversations;
 mod ops;
+mod responses;
 mod sessions;
 mod turn_failures;
 mod turns;

@@ -1,0 +1,160 @@
+//! The Responses and Conversations views of turns and items: a turn is a
+//! `response` (`resp_<uuid>`), a session a `conversation` (`conv_<uuid>`),
+//! and items take the shapes the `openai` client's `responses` types parse.
+
+use crate::item::{Content, Item, ItemStatus, Role};
+use crate::session::TokenUsage;
+use crate::turn::{Turn, TurnStatus};
+use serde_json::{Value, json};
+
+/// Prefix of a turn seen through the Responses API.
+pub use crate::ids::RESPONSE_PREFIX;
+
+/// The Responses id of a turn.
+pub fn response_id(turn_id: &str) -> String {
+    format!("{RESPONSE_PREFIX}{turn_id}")
+}
+
+/// The turn id inside a Responses id.
+pub fn parse_response_id(id: &str) -> Option<uuid::Uuid> {
+    id.strip_prefix(RESPONSE_PREFIX).and_then(crate::ids::parse_session_id)
+}
+
+/// A response's status. A turn waiting for client function results is a
+/// completed response whose output ends with those `function_call` items:
+/// the caller answers with `function_call_output` input, as with OpenAI.
+pub fn status(status: TurnStatus) -> &'static str {
+    match status {
+        TurnStatus::Queued => "queued",
+        TurnStatus::InProgress => "in_progress",
+        TurnStatus::Waiting | TurnStatus::Completed => "completed",
+        TurnStatus::Failed => "failed",
+        TurnStatus::Cancelled => "cancelled",
+    }
+}
+
+fn item_status(status: ItemStatus) -> &'static str {
+    match status {
+        ItemStatus::InProgress => "in_progress",
+        ItemStatus::Completed => "completed",
+        ItemStatus::Incomplete | ItemStatus::Failed => "incomplete",
+    }
+}
+
+fn text_part(content: &Content) -> Value {
+    match content {
+        Content::OutputText { text } => json!({"type": "output_text", "text": text, "annotations": [], "logprobs": []}),
+        Content::InputText { text } => json!({"type": "input_text", "text": text}),
+        Content::InputImage { image_url } => json!({"type": "input_image", "image_url": image_url, "detail": "auto"}),
+    }
+}
+
+fn string_of(value: &Value) -> Value {
+    match value {
+        Value::Null => Value::Null,
+        Value::String(_) => value.clone(),
+        other => Value::String(other.to_string()),
+    }
+}
+
+/// An output item of a response; `None` for items a response does not show
+/// (user messages, function call outputs, command executions).
+pub fn output_item(item: &Item) -> Option<Value> {
+    match item {
+        Item::Message { id, role: Role::Assistant, status, content, phase, .. } => Some(json!({
+            "id": id, "type": "message", "role": "assistant", "status": item_status(*status),
+            "phase": phase, "content": content.iter().map(text_part).collect::<Vec<_>>(),
+        })),
+        Item::FunctionCall { id, call_id, name, arguments, status, .. } => Some(json!({
+            "id": id, "type": "function_call", "call_id": call_id, "name": name,
+            "arguments": crate::response::arguments(arguments), "status": item_status(*status),
+        })),
+        Item::McpCall { id, server_label, name, arguments, output, error, status, .. } => Some(json!({
+            "id": id, "type": "mcp_call", "server_label": server_label, "name": name,
+            "arguments": arguments_string(arguments), "output": string_of(output), "error": string_of(error),
+            "status": item_status(*status),
+        })),
+        _ => None,
+    }
+}
+
+fn arguments_string(arguments: &Value) -> String {
+    match arguments {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// Function call arguments as the Responses API shows them: a JSON string.
+pub fn arguments(arguments: &Value) -> String {
+    arguments_string(arguments)
+}
+
+/// An item of a conversation (`GET /v1/conversations/{id}/items`).
+pub fn conversation_item(item: &Item) -> Option<Value> {
+    match item {
+        Item::Message { id, role: Role::User, status, content, .. } => Some(json!({
+            "id": id, "type": "message", "role": "user", "status": item_status(*status),
+            "content": content.iter().map(text_part).collect::<Vec<_>>(),
+        })),
+        Item::FunctionCallOutput { id, call_id, output, error, status, .. } => {
+            let text = match (output, error) {
+                (_, Some(e)) => format!("error: {e}"),
+                (Some(Value::String(s)), None) => s.clone(),
+                (Some(v), None) => v.to_string(),
+                (None, None) => String::new(),
+            };
+            Some(json!({"id": id, "type": "function_call_output", "call_id": call_id, "output": text,
+                        "status": item_status(*status)}))
+        }
+        other => output_item(other),
+    }
+}
+
+/// Token usage in the Responses shape.
+pub fn usage(usage: &TokenUsage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.input_tokens_details.cached_tokens, "cache_write_tokens": 0},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.output_tokens_details.reasoning_tokens},
+        "total_tokens": usage.total_tokens,
+    })
+}
+
+/// What a response shows beside its turn and items.
+pub struct ResponseContext<'a> {
+    pub model: &'a str,
+    pub instructions: Option<&'a str>,
+    /// Function tools in the Responses shape.
+    pub tools: Vec<Value>,
+    pub background: bool,
+    pub metadata: Value,
+}
+
+/// The whole `response` object of a turn.
+pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value {
+    let output: Vec<Value> = items.iter().filter_map(output_item).collect();
+    let error = turn.error.as_ref().map(|e| json!({"code": e.code, "message": e.message}));
+    json!({
+        "id": response_id(&turn.id),
+        "object": "response",
+        "created_at": turn.created_at,
+        "status": status(turn.status),
+        "error": error,
+        "incomplete_details": null,
+        "instructions": ctx.instructions,
+        "metadata": ctx.metadata,
+        "model": ctx.model,
+        "output": output,
+        "parallel_tool_calls": true,
+        "temperature": null,
+        "tool_choice": "auto",
+        "tools": ctx.tools,
+        "top_p": null,
+        "background": ctx.background,
+        "completed_at": turn.completed_at,
+        "conversation": {"id": crate::ids::CONVERSATION_PREFIX.to_string() + &turn.session_id},
+        "usage": turn.usage.as_ref().map(usage),
+    })
+}

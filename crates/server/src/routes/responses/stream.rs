@@ -1,0 +1,164 @@
+//! Streaming a response: the turn's session events translated into the
+//! Responses event sequence (`response.created` … `response.completed`) that
+//! the `openai` client's stream helpers accumulate.
+
+use super::render;
+use crate::auth::Auth;
+use crate::error::ApiResult;
+use crate::state::AppState;
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures::stream::{self, Stream, StreamExt};
+use protocol::event::{Event, EventBody};
+use protocol::response::{self as view};
+use protocol::session::SessionRecord;
+use serde_json::{Value, json};
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::broadcast::{self, error::RecvError};
+use uuid::Uuid;
+
+struct Translator {
+    state: AppState,
+    auth: Auth,
+    session: SessionRecord,
+    turn_id: String,
+    rx: broadcast::Receiver<Arc<Event>>,
+    background: bool,
+    sequence: u64,
+    pending: std::collections::VecDeque<Value>,
+    started: bool,
+    done: bool,
+}
+
+impl Translator {
+    fn push(&mut self, mut event: Value) {
+        event["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        self.pending.push_back(event);
+    }
+
+    async fn snapshot(&self) -> Option<Value> {
+        let uuid = Uuid::parse_str(&self.turn_id).ok()?;
+        let turn = self.state.store.get_turn(&self.auth.org_id, uuid).await.ok()??;
+        render(&self.state, &self.auth, &self.session, &turn, self.background).await.ok()
+    }
+
+    /// Translates one session event of this turn.
+    async fn translate(&mut self, event: &Event) {
+        let body = &event.body;
+        match body {
+            EventBody::TurnInProgress { .. } => {
+                if let Some(r) = self.snapshot().await {
+                    self.push(json!({"type": "response.in_progress", "response": r}));
+                }
+            }
+            EventBody::ItemAdded { output_index: Some(index), item, .. } => {
+                if let Some(out) = view::output_item(item) {
+                    let is_message = out["type"] == "message";
+                    let id = out["id"].clone();
+                    self.push(json!({"type": "response.output_item.added", "output_index": index, "item": out}));
+                    if is_message {
+                        self.push(json!({"type": "response.content_part.added", "item_id": id, "output_index": index,
+                            "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": [], "logprobs": []}}));
+                    }
+                }
+            }
+            EventBody::OutputTextDelta { item_id, output_index, content_index, delta, .. } => {
+                self.push(
+                    json!({"type": "response.output_text.delta", "item_id": item_id, "output_index": output_index,
+                    "content_index": content_index, "delta": delta, "logprobs": []}),
+                );
+            }
+            EventBody::OutputTextDone { item_id, output_index, content_index, text, .. } => {
+                self.push(
+                    json!({"type": "response.output_text.done", "item_id": item_id, "output_index": output_index,
+                    "content_index": content_index, "text": text, "logprobs": []}),
+                );
+                self.push(json!({"type": "response.content_part.done", "item_id": item_id, "output_index": output_index,
+                    "content_index": content_index, "part": {"type": "output_text", "text": text, "annotations": [], "logprobs": []}}));
+            }
+            EventBody::ItemDone { output_index, item, .. } => {
+                if let Some(out) = view::output_item(item) {
+                    self.push(json!({"type": "response.output_item.done", "output_index": output_index, "item": out}));
+                }
+            }
+            EventBody::SessionRequiresAction { session }
+                if session.required_actions.iter().any(|a| a["turn_id"] == self.turn_id.as_str()) =>
+            {
+                self.finish("response.completed").await;
+            }
+            EventBody::TurnCompleted { .. } => self.finish("response.completed").await,
+            EventBody::TurnFailed { .. } | EventBody::TurnCancelled { .. } => self.finish("response.failed").await,
+            _ => {}
+        }
+    }
+
+    async fn finish(&mut self, kind: &str) {
+        if let Some(r) = self.snapshot().await {
+            self.push(json!({"type": kind, "response": r}));
+        }
+        self.done = true;
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        loop {
+            if let Some(v) = self.pending.pop_front() {
+                return Some(v);
+            }
+            if self.done {
+                return None;
+            }
+            if !self.started {
+                self.started = true;
+                let mut created = self.snapshot().await?;
+                created["output"] = json!([]);
+                self.push(json!({"type": "response.created", "response": created}));
+                continue;
+            }
+            match self.rx.recv().await {
+                Ok(event)
+                    if event.body.turn_id() == Some(self.turn_id.as_str())
+                        || matches!(event.body, EventBody::SessionRequiresAction { .. }) =>
+                {
+                    self.translate(&event).await
+                }
+                Ok(_) => {}
+                Err(RecvError::Lagged(_)) => {
+                    // Deltas were lost to a slow reader: end with the stored truth.
+                    self.finish("response.completed").await;
+                }
+                Err(RecvError::Closed) => self.finish("response.failed").await,
+            }
+        }
+    }
+}
+
+/// The SSE answer to `POST /v1/responses` with `stream: true`.
+pub async fn respond(
+    state: AppState,
+    auth: Auth,
+    session: SessionRecord,
+    turn_id: Uuid,
+    rx: broadcast::Receiver<Arc<Event>>,
+    background: bool,
+) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let translator = Translator {
+        state,
+        auth,
+        session,
+        turn_id: turn_id.to_string(),
+        rx,
+        background,
+        sequence: 0,
+        pending: Default::default(),
+        started: false,
+        done: false,
+    };
+    let body = stream::unfold(translator, |mut t| async move {
+        let event = t.next().await?;
+        let kind = event["type"].as_str().unwrap_or_default().to_string();
+        Some((Ok::<_, Infallible>(SseEvent::default().event(kind).data(event.to_string())), t))
+    });
+    Ok(Sse::new(body.boxed()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
+}
