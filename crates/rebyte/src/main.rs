@@ -44,6 +44,9 @@ enum Command {
         /// Largest request body in bytes.
         #[arg(long, default_value_t = server::DEFAULT_BODY_LIMIT)]
         body_limit: usize,
+        /// rebyte.toml: maps model names to providers (OPENAI_* / ANTHROPIC_* variables otherwise).
+        #[arg(long, env = "REBYTE_CONFIG")]
+        config: Option<PathBuf>,
     },
     /// Manage organization API keys.
     Keys {
@@ -88,9 +91,13 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve { listen, storage, body_limit } => {
+        Command::Serve { listen, storage, body_limit, config: models_config } => {
             let mut config = storage.config();
             config.body_limit = body_limit;
+            config.models_config = models_config.or_else(|| {
+                let default = PathBuf::from("rebyte.toml");
+                default.exists().then_some(default)
+            });
             config.bootstrap_key = std::env::var("REBYTE_BOOTSTRAP_KEY").ok().filter(|k| !k.is_empty());
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
