@@ -1,0 +1,95 @@
+//! The in-sandbox agent: PID 1 of the sandbox's pid namespace. It builds the
+//! private root (local backend), drops every capability, then serves the
+//! [`crate::wire`] protocol on fd 3 with a single-threaded poll loop: runs
+//! commands, streams their output, reaps every zombie, reads and writes
+//! files and keeps long-lived processes. No async runtime, to stay small.
+//!
+//! Layout: `mounts` builds the root, `control` buffers the channel,
+//! `procs` owns child processes, `files` the confined file operations,
+//! `serve` the loop that ties them together.
+
+mod control;
+mod files;
+mod mounts;
+mod procs;
+mod serve;
+
+use crate::wire::{Fatal, Frame, Hello, InitConfig, Kind, PROTOCOL_VERSION};
+use control::Control;
+use std::time::Instant;
+
+/// Entry point of the agent process (`rebyte sandbox-agent`, or the crate's
+/// `rebyte-sandbox-agent` binary). Expects the control channel on fd 3;
+/// never returns. Call it before starting any async runtime or thread.
+pub fn main() -> ! {
+    let started = Instant::now();
+    crate::sys::close_fds_from(4);
+    let fd = match crate::sys::take_control_fd() {
+        Ok(fd) => fd,
+        Err(e) => {
+            eprintln!("rebyte sandbox agent: {e}");
+            std::process::exit(2);
+        }
+    };
+    let mut ctl = match Control::new(fd) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("rebyte sandbox agent: {e}");
+            std::process::exit(2);
+        }
+    };
+    let init = match ctl.read_blocking() {
+        Ok(Some(frame)) if frame.kind == Kind::Init => frame.parse::<InitConfig>(),
+        Ok(_) => std::process::exit(2),
+        Err(e) => Err(e),
+    };
+    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|()| cfg));
+    match result {
+        Ok(cfg) => {
+            let hello = Hello {
+                version: PROTOCOL_VERSION,
+                pid: std::process::id() as i32,
+                setup_us: started.elapsed().as_micros() as u64,
+            };
+            if let Ok(frame) = Frame::json(Kind::Hello, 0, &hello, Vec::new()) {
+                ctl.send(&frame);
+            }
+            serve::run(ctl, cfg.env)
+        }
+        Err(message) => {
+            if let Ok(frame) = Frame::json(Kind::Fatal, 0, &Fatal { message }, Vec::new()) {
+                ctl.send(&frame);
+                let _ = ctl.flush_blocking();
+            }
+            std::process::exit(1)
+        }
+    }
+}
+
+/// Builds the sandbox from the init config: private root, hostname,
+/// loopback, rlimits; then drops every capability for good.
+fn setup(cfg: &InitConfig) -> Result<(), String> {
+    if !cfg.binds.is_empty() {
+        mounts::build_root(cfg)?;
+        nix::unistd::sethostname(&cfg.hostname).map_err(|e| format!("sethostname: {e}"))?;
+    }
+    if cfg.loopback {
+        crate::sys::loopback_up().map_err(|e| format!("bring up lo: {e}"))?;
+    }
+    for (resource, limit) in &cfg.rlimits {
+        use nix::sys::resource::{Resource, setrlimit};
+        let r = match resource {
+            crate::api::Rlimit::Nproc => Resource::RLIMIT_NPROC,
+            crate::api::Rlimit::As => Resource::RLIMIT_AS,
+            crate::api::Rlimit::Fsize => Resource::RLIMIT_FSIZE,
+            crate::api::Rlimit::Core => Resource::RLIMIT_CORE,
+        };
+        setrlimit(r, *limit, *limit).map_err(|e| format!("setrlimit {resource:?}: {e}"))?;
+    }
+    let last_cap =
+        std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+    crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
+    nix::sys::prctl::set_dumpable(false).map_err(|e| format!("dumpable: {e}"))?;
+    Ok(())
+}

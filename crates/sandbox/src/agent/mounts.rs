@@ -1,0 +1,143 @@
+//! Builds the sandbox's private root inside the agent's new mount namespace:
+//! the host toolchain read-only, the environment's directory read-write at
+//! `/workspace`, a private `/tmp`, a fresh `/proc` and a minimal `/dev`,
+//! then pivots into it so nothing else of the host stays reachable.
+
+use crate::sys::{attach_tree, clone_tree, set_tree_attrs};
+use crate::wire::InitConfig;
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use std::ffi::CString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+/// Where the new root is assembled (a tmpfs mounted over the old `/tmp`
+/// in this namespace only; bind sources are cloned before it hides them).
+const STAGE: &str = "/tmp";
+
+fn cstr(p: &str) -> Result<CString, String> {
+    CString::new(p).map_err(|_| format!("NUL byte in path {p:?}"))
+}
+
+fn tmpfs(target: &str, options: &str, flags: MsFlags) -> Result<(), String> {
+    mount(Some("tmpfs"), target, Some("tmpfs"), flags | MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some(options))
+        .map_err(|e| format!("mount tmpfs on {target}: {e}"))
+}
+
+fn staged(target: &str) -> String {
+    format!("{STAGE}{target}")
+}
+
+pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
+    mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(|e| format!("make / private: {e}"))?;
+
+    // 1. Detached copies of every source, while the host tree is intact.
+    let mut trees: Vec<(&crate::wire::BindSpec, OwnedFd)> = Vec::with_capacity(cfg.binds.len());
+    for bind in &cfg.binds {
+        let tree = clone_tree(&cstr(&bind.source)?, !bind.device)
+            .map_err(|e| format!("clone mount of {}: {e}", bind.source))?;
+        let mut attrs = libc::MOUNT_ATTR_NOSUID;
+        if !bind.writable {
+            attrs |= libc::MOUNT_ATTR_RDONLY;
+        }
+        if !bind.device {
+            attrs |= libc::MOUNT_ATTR_NODEV;
+        }
+        set_tree_attrs(tree.as_fd(), attrs).map_err(|e| format!("set attributes of {}: {e}", bind.source))?;
+        trees.push((bind, tree));
+    }
+    let mut masks = Vec::new();
+    for mask in &cfg.masks {
+        match std::fs::symlink_metadata(mask) {
+            Ok(m) if m.is_dir() => masks.push((mask.as_str(), None)),
+            Ok(_) => {
+                let null = clone_tree(c"/dev/null", false).map_err(|e| format!("clone /dev/null: {e}"))?;
+                set_tree_attrs(null.as_fd(), libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID)
+                    .map_err(|e| format!("mask {mask}: {e}"))?;
+                masks.push((mask.as_str(), Some(null)));
+            }
+            Err(_) => {}
+        }
+    }
+
+    // 2. The staging root and its private filesystems.
+    tmpfs(STAGE, "mode=0755,size=16m", MsFlags::empty())?;
+    for dir in ["proc", "dev", "tmp", "workspace", "root", "var/tmp", "run", "home", "usr", "etc"] {
+        mkdir(&staged(&format!("/{dir}")))?;
+    }
+    tmpfs(&staged("/dev"), "mode=0755,size=64k", MsFlags::MS_NOEXEC)?;
+    tmpfs(&staged("/tmp"), &format!("mode=1777,size={}", cfg.tmp_bytes), MsFlags::empty())?;
+    mkdir(&staged("/dev/shm"))?;
+    tmpfs(&staged("/dev/shm"), &format!("mode=1777,size={}", cfg.tmp_bytes), MsFlags::MS_NOEXEC)?;
+    if cfg.tmpfs_home {
+        tmpfs(&staged("/root"), "mode=0700,size=1g", MsFlags::empty())?;
+    }
+
+    // 3. The binds, in order (a target after any bind that contains it).
+    for (bind, tree) in &trees {
+        let target = staged(&bind.target);
+        if bind.device {
+            touch(&target)?;
+        } else {
+            mkdir(&target)?;
+        }
+        attach_tree(tree.as_fd(), &cstr(&target)?)
+            .map_err(|e| format!("bind {} at {}: {e}", bind.source, bind.target))?;
+    }
+    for (path, null) in &masks {
+        let target = staged(path);
+        match null {
+            Some(tree) => attach_tree(tree.as_fd(), &cstr(&target)?).map_err(|e| format!("mask {path}: {e}"))?,
+            None => tmpfs(&target, "mode=0555,size=4k", MsFlags::MS_RDONLY)?,
+        }
+    }
+
+    // 4. A fresh /proc for this pid namespace, and the usual /dev links.
+    mount(
+        Some("proc"),
+        staged("/proc").as_str(),
+        Some("proc"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+        None::<&str>,
+    )
+    .map_err(|e| format!("mount /proc: {e}"))?;
+    for (at, to) in &cfg.symlinks {
+        std::os::unix::fs::symlink(to, staged(at)).map_err(|e| format!("symlink {at}: {e}"))?;
+    }
+    for (link, to) in [
+        ("/dev/fd", "/proc/self/fd"),
+        ("/dev/stdin", "/proc/self/fd/0"),
+        ("/dev/stdout", "/proc/self/fd/1"),
+        ("/dev/stderr", "/proc/self/fd/2"),
+    ] {
+        std::os::unix::fs::symlink(to, staged(link)).map_err(|e| format!("symlink {link}: {e}"))?;
+    }
+
+    // 5. Enter it; the old root is detached and unreachable from here on.
+    std::env::set_current_dir(STAGE).map_err(|e| format!("chdir {STAGE}: {e}"))?;
+    nix::unistd::pivot_root(".", ".").map_err(|e| format!("pivot_root: {e}"))?;
+    umount2(".", MntFlags::MNT_DETACH).map_err(|e| format!("detach the old root: {e}"))?;
+    std::env::set_current_dir("/").map_err(|e| format!("chdir /: {e}"))?;
+    Ok(())
+}
+
+fn mkdir(path: &str) -> Result<(), String> {
+    match std::fs::create_dir_all(path) {
+        Ok(()) => Ok(()),
+        Err(_) if Path::new(path).is_dir() => Ok(()),
+        Err(e) => Err(format!("mkdir {path}: {e}")),
+    }
+}
+
+fn touch(path: &str) -> Result<(), String> {
+    if let Some(parent) = Path::new(path).parent() {
+        std::fs::create_dir_all(parent).map_err(|e| format!("mkdir {}: {e}", parent.display()))?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .map(drop)
+        .map_err(|e| format!("create {path}: {e}"))
+}

@@ -1,0 +1,307 @@
+//! Per-sandbox cgroups: detection of what the host offers (cgroup v2 or the
+//! v1 `memory`, `pids` and `freezer` hierarchies, each on its own), limits,
+//! freezing for pause/resume, and cleanup. Everything is best effort: a
+//! controller the host does not delegate is reported and skipped.
+
+use crate::api::Limits;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+const GROUP: &str = "rebyte-sandboxes";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    V1,
+    V2,
+}
+
+/// Where sandboxes of one controller are created.
+#[derive(Debug, Clone)]
+struct Hierarchy {
+    version: Version,
+    /// `<mount>/<our cgroup>/rebyte-sandboxes`
+    parent: PathBuf,
+}
+
+/// What the host offers, detected once per backend.
+#[derive(Debug, Clone, Default)]
+pub struct CgroupSupport {
+    memory: Option<Hierarchy>,
+    pids: Option<Hierarchy>,
+    freezer: Option<Hierarchy>,
+    /// Why something is missing, for the backend's report.
+    pub notes: Vec<String>,
+}
+
+impl CgroupSupport {
+    pub fn has_memory(&self) -> bool {
+        self.memory.is_some()
+    }
+
+    pub fn has_pids(&self) -> bool {
+        self.pids.is_some()
+    }
+
+    pub fn has_freezer(&self) -> bool {
+        self.freezer.is_some()
+    }
+
+    /// Reads `/proc/self/mountinfo` and `/proc/self/cgroup`.
+    pub fn detect() -> CgroupSupport {
+        let mut s = CgroupSupport::default();
+        let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        let mut v2_mount = None;
+        for controller in ["memory", "pids", "freezer"] {
+            let found = v1_mount(&mounts, controller).and_then(|(root, point)| {
+                let own_path = own_path(&own, |ctrls| ctrls.split(',').any(|c| c == controller))?;
+                Some(Hierarchy { version: Version::V1, parent: join(&point, &root, &own_path).join(GROUP) })
+            });
+            let slot = match controller {
+                "memory" => &mut s.memory,
+                "pids" => &mut s.pids,
+                _ => &mut s.freezer,
+            };
+            *slot = found;
+        }
+        if s.memory.is_none() || s.pids.is_none() || s.freezer.is_none() {
+            v2_mount = v2(&mounts, &own, &mut s.notes);
+        }
+        if let Some((base, controllers)) = v2_mount {
+            let h = Hierarchy { version: Version::V2, parent: base.join(GROUP) };
+            if s.freezer.is_none() {
+                s.freezer = Some(h.clone());
+            }
+            if s.memory.is_none() && controllers.iter().any(|c| c == "memory") {
+                s.memory = Some(h.clone());
+            }
+            if s.pids.is_none() && controllers.iter().any(|c| c == "pids") {
+                s.pids = Some(h);
+            }
+        }
+        for (name, slot) in [("memory", &mut s.memory), ("pids", &mut s.pids), ("freezer", &mut s.freezer)] {
+            if let Some(h) = slot {
+                if let Err(e) = std::fs::create_dir_all(&h.parent) {
+                    s.notes.push(format!("{name}: cannot create {}: {e}", h.parent.display()));
+                    *slot = None;
+                }
+            } else {
+                s.notes.push(format!("{name}: no cgroup controller available"));
+            }
+        }
+        s.sweep_stale();
+        s
+    }
+
+    /// Removes sandbox cgroups left behind by a server that died: empty
+    /// ones (rmdir refuses a cgroup with processes) older than a minute.
+    fn sweep_stale(&self) {
+        let minute_ago = std::time::SystemTime::now() - Duration::from_secs(60);
+        for h in [&self.memory, &self.pids, &self.freezer].into_iter().flatten() {
+            let Ok(entries) = std::fs::read_dir(&h.parent) else { continue };
+            for entry in entries.flatten() {
+                let stale = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < minute_ago);
+                if stale && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir(entry.path());
+                }
+            }
+        }
+    }
+}
+
+/// `(mount root, mount point)` of the v1 hierarchy carrying `controller`.
+fn v1_mount(mountinfo: &str, controller: &str) -> Option<(String, PathBuf)> {
+    mountinfo.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        let mut post = post.split_whitespace();
+        if post.next()? != "cgroup" {
+            return None;
+        }
+        let opts = post.nth(1)?;
+        if !opts.split(',').any(|o| o == controller) {
+            return None;
+        }
+        let f: Vec<&str> = pre.split_whitespace().collect();
+        Some((f.get(3)?.to_string(), PathBuf::from(f.get(4)?)))
+    })
+}
+
+/// Our cgroup path in the hierarchy whose controller list matches.
+fn own_path(own: &str, matches: impl Fn(&str) -> bool) -> Option<String> {
+    own.lines().find_map(|l| {
+        let mut parts = l.splitn(3, ':');
+        let _id = parts.next()?;
+        let ctrls = parts.next()?;
+        let path = parts.next()?;
+        matches(ctrls).then(|| path.to_string())
+    })
+}
+
+fn join(point: &Path, root: &str, own: &str) -> PathBuf {
+    let rel = own.strip_prefix(root).unwrap_or(own).trim_start_matches('/');
+    if rel.is_empty() { point.to_path_buf() } else { point.join(rel) }
+}
+
+/// The unified hierarchy: our cgroup's directory and the controllers that
+/// its children can use (enabling them where the host allows).
+fn v2(mountinfo: &str, own: &str, notes: &mut Vec<String>) -> Option<(PathBuf, Vec<String>)> {
+    let (root, point) = mountinfo.lines().find_map(|line| {
+        let (pre, post) = line.split_once(" - ")?;
+        if post.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        let f: Vec<&str> = pre.split_whitespace().collect();
+        Some((f.get(3)?.to_string(), PathBuf::from(f.get(4)?)))
+    })?;
+    let own_path = own_path(own, |ctrls| ctrls.is_empty())?;
+    let base = join(&point, &root, &own_path);
+    let available = std::fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
+    let wanted: Vec<String> =
+        available.split_whitespace().filter(|c| *c == "memory" || *c == "pids").map(str::to_string).collect();
+    let group = base.join(GROUP);
+    let _ = std::fs::create_dir_all(&group);
+    let mut enabled = Vec::new();
+    for c in wanted {
+        // Our own cgroup must delegate it, then the group passes it down.
+        let ok = std::fs::write(base.join("cgroup.subtree_control"), format!("+{c}")).is_ok()
+            && std::fs::write(group.join("cgroup.subtree_control"), format!("+{c}")).is_ok();
+        if ok {
+            enabled.push(c);
+        } else {
+            notes.push(format!("cgroup v2: cannot delegate {c} below {}", base.display()));
+        }
+    }
+    Some((base, enabled))
+}
+
+/// One sandbox's cgroup directories.
+#[derive(Debug)]
+pub struct SandboxCgroup {
+    dirs: Vec<PathBuf>,
+    freezer: Option<(Version, PathBuf)>,
+}
+
+/// Which limits a cgroup enforces (the rest falls back to rlimits).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Enforced {
+    pub memory: bool,
+    pub pids: bool,
+}
+
+impl SandboxCgroup {
+    /// Creates the directories and writes the limits.
+    pub fn create(support: &CgroupSupport, id: &str, limits: &Limits) -> (Option<SandboxCgroup>, Enforced) {
+        let mut cg = SandboxCgroup { dirs: Vec::new(), freezer: None };
+        let mut enforced = Enforced::default();
+        let mut dir_for = |h: &Hierarchy| -> Option<PathBuf> {
+            let dir = h.parent.join(id);
+            if !cg.dirs.contains(&dir) {
+                std::fs::create_dir(&dir).or_else(|e| if dir.is_dir() { Ok(()) } else { Err(e) }).ok()?;
+                cg.dirs.push(dir.clone());
+            }
+            Some(dir)
+        };
+        if let (Some(h), Some(bytes)) = (&support.memory, limits.memory_bytes)
+            && let Some(dir) = dir_for(h)
+        {
+            let file = if h.version == Version::V1 { "memory.limit_in_bytes" } else { "memory.max" };
+            enforced.memory = std::fs::write(dir.join(file), bytes.to_string()).is_ok();
+            if h.version == Version::V2 {
+                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+            }
+        }
+        if let (Some(h), Some(n)) = (&support.pids, limits.max_processes)
+            && let Some(dir) = dir_for(h)
+        {
+            enforced.pids = std::fs::write(dir.join("pids.max"), n.to_string()).is_ok();
+        }
+        if let Some(h) = &support.freezer
+            && let Some(dir) = dir_for(h)
+        {
+            cg.freezer = Some((h.version, dir));
+        }
+        if cg.dirs.is_empty() { (None, enforced) } else { (Some(cg), enforced) }
+    }
+
+    /// Moves a process (the agent, before it runs) into every directory.
+    pub fn add(&self, pid: i32) -> std::io::Result<()> {
+        for dir in &self.dirs {
+            std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+        }
+        Ok(())
+    }
+
+    pub fn can_freeze(&self) -> bool {
+        self.freezer.is_some()
+    }
+
+    /// Freezes (or thaws) every process, waiting until the kernel is done.
+    pub async fn set_frozen(&self, frozen: bool) -> std::io::Result<()> {
+        let Some((version, dir)) = &self.freezer else {
+            return Err(std::io::Error::other("no freezer cgroup"));
+        };
+        let (file, value, done_file, done) = match (version, frozen) {
+            (Version::V1, true) => ("freezer.state", "FROZEN", "freezer.state", "FROZEN"),
+            (Version::V1, false) => ("freezer.state", "THAWED", "freezer.state", "THAWED"),
+            (Version::V2, true) => ("cgroup.freeze", "1", "cgroup.events", "frozen 1"),
+            (Version::V2, false) => ("cgroup.freeze", "0", "cgroup.events", "frozen 0"),
+        };
+        std::fs::write(dir.join(file), value)?;
+        for _ in 0..2000 {
+            let state = std::fs::read_to_string(dir.join(done_file))?;
+            if state.lines().any(|l| l.trim() == done) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Err(std::io::Error::other(format!("{} did not reach {done}", dir.display())))
+    }
+
+    /// Thaws synchronously (before a kill: frozen tasks cannot die).
+    pub fn thaw_now(&self) {
+        if let Some((version, dir)) = &self.freezer {
+            let (file, value) =
+                if *version == Version::V1 { ("freezer.state", "THAWED") } else { ("cgroup.freeze", "0") };
+            let _ = std::fs::write(dir.join(file), value);
+        }
+    }
+
+    /// Removes the directories once every process in them is gone.
+    pub fn remove(&self) {
+        for dir in &self.dirs {
+            for attempt in 0..50 {
+                match std::fs::remove_dir(dir) {
+                    Ok(()) => break,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+                    Err(_) => std::thread::sleep(Duration::from_millis(if attempt < 10 { 1 } else { 10 })),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MOUNTINFO: &str = "\
+35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw";
+    const OWN: &str = "8:pids:/\n4:memory:/process_api/abc\n0::/\n";
+
+    #[test]
+    fn v1_hierarchies_are_found_per_controller() {
+        let (root, point) = v1_mount(MOUNTINFO, "memory").unwrap();
+        let own = own_path(OWN, |c| c.split(',').any(|x| x == "memory")).unwrap();
+        assert_eq!(join(&point, &root, &own), PathBuf::from("/sys/fs/cgroup/memory/process_api/abc"));
+        let (root, point) = v1_mount(MOUNTINFO, "pids").unwrap();
+        assert_eq!(join(&point, &root, "/"), PathBuf::from("/sys/fs/cgroup/pids"));
+        assert!(v1_mount(MOUNTINFO, "freezer").is_none());
+    }
+
+    #[test]
+    fn a_namespaced_mount_root_is_stripped_from_our_path() {
+        assert_eq!(join(Path::new("/sys/fs/cgroup"), "/kube/pod1", "/kube/pod1/c"), PathBuf::from("/sys/fs/cgroup/c"));
+    }
+}

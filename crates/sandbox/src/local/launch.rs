@@ -1,0 +1,192 @@
+//! Starting one local sandbox: the init configuration (binds, masks, env,
+//! rlimits), the cgroup, the clone into new namespaces with the uid/gid
+//! maps written before the agent runs, and the handshake.
+
+use super::LocalConfig;
+use super::cgroup::{CgroupSupport, Enforced, SandboxCgroup};
+use super::sandbox::{AgentProcess, LocalSandbox};
+use crate::api::{NetworkPolicy, Rlimit, SandboxSpec, WORKSPACE};
+use crate::client::Connection;
+use crate::error::{Error, Result};
+use crate::wire::{BindSpec, Frame, InitConfig, Kind};
+use nix::sys::socket::{AddressFamily, SockFlag, SockType, socketpair};
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::os::fd::AsFd;
+use std::path::Path;
+
+const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+fn path_str(p: &Path) -> Result<String> {
+    p.to_str().map(str::to_string).ok_or_else(|| Error::Create(format!("path is not UTF-8: {}", p.display())))
+}
+
+/// The agent's init configuration for `spec` on this host.
+pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: Enforced) -> Result<InitConfig> {
+    let mut binds =
+        vec![BindSpec { source: path_str(&spec.workspace)?, target: WORKSPACE.into(), writable: true, device: false }];
+    if let Some(home) = &spec.home {
+        binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false });
+    }
+    for dir in &config.toolchain.dirs {
+        let p = path_str(dir)?;
+        binds.push(BindSpec { source: p.clone(), target: p, writable: false, device: false });
+    }
+    for dev in DEVICES.iter().filter(|d| Path::new(d).exists()) {
+        binds.push(BindSpec { source: dev.to_string(), target: dev.to_string(), writable: true, device: true });
+    }
+    let mut env: BTreeMap<String, String> = [
+        ("PATH", config.toolchain.path.as_str()),
+        ("HOME", "/root"),
+        ("USER", "root"),
+        ("LOGNAME", "root"),
+        ("SHELL", "/bin/sh"),
+        ("LANG", "C.UTF-8"),
+        ("TMPDIR", "/tmp"),
+        ("NPM_CONFIG_PREFIX", "/root/.npm-global"),
+        ("NPM_CONFIG_UPDATE_NOTIFIER", "false"),
+        ("PIP_DISABLE_PIP_VERSION_CHECK", "1"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    env.extend(config.toolchain.env.iter().cloned());
+    env.extend(spec.env.clone());
+    let limits = &spec.limits;
+    let mut rlimits = vec![(Rlimit::Core, 0)];
+    if let Some(n) = limits.max_file_bytes {
+        rlimits.push((Rlimit::Fsize, n));
+    }
+    if let (false, Some(n)) = (enforced.memory, limits.memory_bytes) {
+        rlimits.push((Rlimit::As, n));
+    }
+    if let (false, Some(n)) = (enforced.pids, limits.max_processes) {
+        rlimits.push((Rlimit::Nproc, n));
+    }
+    let masks = config.toolchain.masks.iter().map(|m| path_str(m)).collect::<Result<Vec<_>>>()?;
+    let symlinks = config
+        .toolchain
+        .symlinks
+        .iter()
+        .map(|(at, to)| Ok((path_str(at)?, path_str(to)?)))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(InitConfig {
+        binds,
+        masks,
+        symlinks,
+        hostname: "rebyte".into(),
+        loopback: spec.network == NetworkPolicy::Disabled,
+        tmp_bytes: limits.tmp_bytes,
+        tmpfs_home: spec.home.is_none(),
+        rlimits,
+        env,
+    })
+}
+
+fn write_id_maps(pid: i32) -> std::io::Result<()> {
+    let uid = nix::unistd::geteuid().as_raw();
+    let gid = nix::unistd::getegid().as_raw();
+    std::fs::write(format!("/proc/{pid}/uid_map"), format!("0 {uid} 1\n"))?;
+    if uid != 0 {
+        // An unprivileged parent may only map its gid after denying setgroups.
+        std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
+    }
+    std::fs::write(format!("/proc/{pid}/gid_map"), format!("0 {gid} 1\n"))
+}
+
+pub(super) async fn launch(config: &LocalConfig, cgroups: &CgroupSupport, spec: SandboxSpec) -> Result<LocalSandbox> {
+    if !valid_id(&spec.id) {
+        return Err(Error::Create(format!("invalid sandbox id {:?}", spec.id)));
+    }
+    std::fs::create_dir_all(&spec.workspace).map_err(|e| Error::io("create the workspace directory", e))?;
+    if let Some(home) = &spec.home {
+        std::fs::create_dir_all(home).map_err(|e| Error::io("create the home directory", e))?;
+    }
+    let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
+    let init = init_config(config, &spec, enforced)?;
+    let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
+
+    let mut argv = vec![
+        CString::new(config.agent_program.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::Create("agent path contains NUL".into()))?,
+    ];
+    for a in &config.agent_args {
+        argv.push(CString::new(a.as_bytes()).map_err(|_| Error::Create("agent argument contains NUL".into()))?);
+    }
+    let envp: Vec<CString> = Vec::new();
+    let mut flags =
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
+    if spec.network == NetworkPolicy::Disabled {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let (host_end, agent_end) =
+        socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC).map_err(Error::from)?;
+    let spawned = crate::sys::spawn_namespaced(flags as u64, &argv[0], &argv, &envp, agent_end.as_fd(), |pid| {
+        write_id_maps(pid)?;
+        if let Some(cg) = &cgroup {
+            cg.add(pid)?;
+        }
+        Ok(())
+    });
+    drop(agent_end);
+    let spawned = match spawned {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(cg) = &cgroup {
+                cg.remove();
+            }
+            return Err(Error::Create(format!("start the agent {}: {e}", config.agent_program.display())));
+        }
+    };
+    let stream = std::os::unix::net::UnixStream::from(host_end);
+    let stream = stream
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixStream::from_std(stream))
+        .map_err(|e| Error::io("agent socket", e));
+    let handshake = match stream {
+        Ok(stream) => {
+            let (r, w) = stream.into_split();
+            Connection::handshake(r, w, Some(init), config.ready_timeout).await
+        }
+        Err(e) => Err(e),
+    };
+    let process = AgentProcess::watch(spawned, cgroup);
+    match handshake {
+        Ok((conn, _hello)) => Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced)),
+        Err(e) => {
+            process.kill_and_wait().await;
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_safe_path_components() {
+        assert!(valid_id("env_01H-abc"));
+        assert!(!valid_id("../x"));
+        assert!(!valid_id(""));
+        assert!(!valid_id(&"a".repeat(65)));
+    }
+
+    #[test]
+    fn init_config_binds_workspace_first_and_toolchain_read_only() {
+        let config = LocalConfig::with_agent("/bin/true", vec![]);
+        let spec = SandboxSpec::new("t1", "/srv/env/t1");
+        let init = init_config(&config, &spec, Enforced { memory: true, pids: false }).unwrap();
+        assert_eq!(init.binds[0].target, "/workspace");
+        assert!(init.binds[0].writable);
+        assert!(init.binds.iter().filter(|b| !b.device && b.target != "/workspace").all(|b| !b.writable));
+        assert!(init.loopback && init.tmpfs_home);
+        assert!(init.rlimits.contains(&(Rlimit::Nproc, 1024)));
+        assert!(!init.rlimits.iter().any(|(r, _)| *r == Rlimit::As));
+        assert_eq!(init.env["HOME"], "/root");
+    }
+}

@@ -1,0 +1,89 @@
+//! The `local` backend: one sandbox is one set of Linux namespaces (user,
+//! mount, pid, ipc, uts, and net unless the policy enables it) whose PID 1
+//! is the agent, with a private root, per-sandbox cgroups where the host
+//! offers them and rlimits otherwise. Needs nothing installed: the agent is
+//! this same executable (`/proc/self/exe sandbox-agent` by default).
+
+mod cgroup;
+mod launch;
+mod sandbox;
+mod toolchain;
+
+pub use cgroup::CgroupSupport;
+pub use sandbox::LocalSandbox;
+pub use toolchain::Toolchain;
+
+use crate::api::SandboxSpec;
+use crate::error::Result;
+use async_trait::async_trait;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the local backend starts sandboxes.
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// The executable that becomes the agent. Default `/proc/self/exe`: the
+    /// running server binary itself, even if its file was replaced since.
+    pub agent_program: PathBuf,
+    /// Its arguments. Default `["sandbox-agent"]` (the hidden subcommand of
+    /// `rebyte` that calls [`crate::agent::main`]).
+    pub agent_args: Vec<String>,
+    /// What of the host is visible read-only.
+    pub toolchain: Toolchain,
+    /// How long a new sandbox may take to report ready.
+    pub ready_timeout: Duration,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        LocalConfig {
+            agent_program: PathBuf::from("/proc/self/exe"),
+            agent_args: vec!["sandbox-agent".into()],
+            toolchain: Toolchain::detect(),
+            ready_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl LocalConfig {
+    /// The default configuration with another agent executable (tests use
+    /// the crate's `rebyte-sandbox-agent` binary).
+    pub fn with_agent(program: impl Into<PathBuf>, args: Vec<String>) -> Self {
+        LocalConfig { agent_program: program.into(), agent_args: args, ..Default::default() }
+    }
+}
+
+/// Creates sandboxes on this machine.
+pub struct LocalBackend {
+    config: Arc<LocalConfig>,
+    cgroups: Arc<CgroupSupport>,
+}
+
+impl LocalBackend {
+    /// Detects the host's cgroup support once.
+    pub fn new(config: LocalConfig) -> Self {
+        LocalBackend { config: Arc::new(config), cgroups: Arc::new(CgroupSupport::detect()) }
+    }
+
+    /// What the host offers for limits and pausing, and why not.
+    pub fn cgroups(&self) -> &CgroupSupport {
+        &self.cgroups
+    }
+
+    /// Like [`crate::Backend::create`], with the concrete type.
+    pub async fn create_local(&self, spec: SandboxSpec) -> Result<Arc<LocalSandbox>> {
+        launch::launch(&self.config, &self.cgroups, spec).await.map(Arc::new)
+    }
+}
+
+#[async_trait]
+impl crate::Backend for LocalBackend {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    async fn create(&self, spec: SandboxSpec) -> Result<Arc<dyn crate::Sandbox>> {
+        Ok(self.create_local(spec).await?)
+    }
+}

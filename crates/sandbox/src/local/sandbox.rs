@@ -1,0 +1,258 @@
+//! A running local sandbox: the agent process (watched through its pidfd,
+//! reaped, its cgroups removed when it ends) and the [`Sandbox`]
+//! implementation on top of the agent connection.
+
+use super::cgroup::{Enforced, SandboxCgroup};
+use crate::api::{DirEntry, ExecRequest, Limits, SandboxState, SpawnRequest};
+use crate::client::{Connection, Execution, StdioProcess};
+use crate::error::{Error, Result};
+use crate::sandbox::Sandbox;
+use crate::sys::{Spawned, pidfd_send_signal};
+use crate::wire::{ProcessSpec, Request};
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// The agent process of one sandbox, from the host's side.
+pub(crate) struct AgentProcess {
+    pid: i32,
+    pidfd: Arc<OwnedFd>,
+    cgroup: Option<Arc<SandboxCgroup>>,
+    /// Becomes true once the agent was reaped and its cgroups removed.
+    exited: watch::Receiver<bool>,
+}
+
+impl AgentProcess {
+    /// Starts a task that reaps the agent when it exits, for whatever reason.
+    pub fn watch(spawned: Spawned, cgroup: Option<SandboxCgroup>) -> AgentProcess {
+        let pidfd = Arc::new(spawned.pidfd);
+        let cgroup = cgroup.map(Arc::new);
+        let (tx, exited) = watch::channel(false);
+        let (fd, cg) = (pidfd.clone(), cgroup.clone());
+        tokio::spawn(async move {
+            if let Ok(afd) = crate::sys::async_pidfd(fd.clone()) {
+                let _ = afd.readable().await;
+            }
+            let _ = tokio::task::spawn_blocking(move || {
+                let _ =
+                    nix::sys::wait::waitid(nix::sys::wait::Id::PIDFd(fd.as_fd()), nix::sys::wait::WaitPidFlag::WEXITED);
+                if let Some(cg) = cg {
+                    cg.remove();
+                }
+            })
+            .await;
+            let _ = tx.send(true);
+        });
+        AgentProcess { pid: spawned.pid, pidfd, cgroup, exited }
+    }
+
+    pub fn has_exited(&self) -> bool {
+        *self.exited.borrow()
+    }
+
+    /// Kills the agent (and with it every process of the sandbox: it is
+    /// PID 1 of their namespace) and waits until it is reaped.
+    pub async fn kill_and_wait(&self) {
+        self.kill();
+        let mut rx = self.exited.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(10), rx.wait_for(|e| *e)).await;
+    }
+
+    fn kill(&self) {
+        if let Some(cg) = &self.cgroup {
+            // Frozen tasks do not die until thawed.
+            cg.thaw_now();
+        }
+        let _ = pidfd_send_signal(self.pidfd.as_fd(), libc::SIGKILL);
+    }
+}
+
+impl Drop for AgentProcess {
+    fn drop(&mut self) {
+        if self.has_exited() {
+            return;
+        }
+        self.kill();
+        // The watcher task may never run again (its runtime may be shutting
+        // down): reap and clean up from a thread of our own.
+        let (fd, cg) = (self.pidfd.clone(), self.cgroup.clone());
+        std::thread::spawn(move || {
+            let _ = nix::sys::wait::waitid(nix::sys::wait::Id::PIDFd(fd.as_fd()), nix::sys::wait::WaitPidFlag::WEXITED);
+            if let Some(cg) = cg {
+                cg.remove();
+            }
+        });
+    }
+}
+
+/// A sandbox on this machine. See [`Sandbox`].
+pub struct LocalSandbox {
+    id: String,
+    conn: Arc<Connection>,
+    process: AgentProcess,
+    limits: Limits,
+    enforced: Enforced,
+    // Read by `state()` without awaiting; transitions hold `transition`.
+    state: Mutex<SandboxState>,
+    transition: tokio::sync::Mutex<()>,
+}
+
+impl LocalSandbox {
+    pub(crate) fn new(
+        id: String,
+        conn: Arc<Connection>,
+        process: AgentProcess,
+        limits: Limits,
+        enforced: Enforced,
+    ) -> Self {
+        LocalSandbox {
+            id,
+            conn,
+            process,
+            limits,
+            enforced,
+            state: Mutex::new(SandboxState::Running),
+            transition: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// The agent's pid on the host.
+    pub fn agent_pid(&self) -> i32 {
+        self.process.pid
+    }
+
+    /// Whether memory and process-count limits are enforced by a cgroup
+    /// (otherwise by per-process rlimits, if at all).
+    pub fn cgroup_limits(&self) -> (bool, bool) {
+        (self.enforced.memory, self.enforced.pids)
+    }
+
+    fn set_state(&self, s: SandboxState) {
+        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
+    }
+
+    fn gone(&self) -> Error {
+        Error::Gone(self.conn.closed().unwrap_or_else(|| format!("sandbox {} was destroyed", self.id)))
+    }
+
+    /// Resumes a paused sandbox; fails on a gone one.
+    async fn ready(&self) -> Result<()> {
+        match self.state() {
+            SandboxState::Running => Ok(()),
+            SandboxState::Paused => self.resume().await,
+            SandboxState::Gone => Err(self.gone()),
+        }
+    }
+
+    async fn freeze(&self, frozen: bool) -> Result<()> {
+        match &self.process.cgroup {
+            Some(cg) if cg.can_freeze() => {
+                cg.set_frozen(frozen).await.map_err(|e| Error::io("freeze the sandbox cgroup", e))
+            }
+            _ => {
+                let request = if frozen { Request::Pause } else { Request::Resume };
+                self.conn.request(&request, Vec::new()).await.map(drop)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Sandbox for LocalSandbox {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn state(&self) -> SandboxState {
+        if self.process.has_exited() || self.conn.closed().is_some() {
+            return SandboxState::Gone;
+        }
+        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    async fn exec(&self, request: ExecRequest) -> Result<Execution> {
+        self.ready().await?;
+        let spec = ProcessSpec {
+            command: request.command,
+            cwd: request.cwd,
+            env: request.env,
+            stdin: request.stdin.is_some(),
+            timeout_ms: request.timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
+        };
+        let (id, pid, events) = self.conn.start(spec, request.stdin).await?;
+        Ok(Execution::new(self.conn.clone(), id, pid, events))
+    }
+
+    async fn spawn_stdio(&self, request: SpawnRequest) -> Result<StdioProcess> {
+        self.ready().await?;
+        let spec =
+            ProcessSpec { command: request.command, cwd: request.cwd, env: request.env, stdin: true, timeout_ms: None };
+        let (id, pid, events) = self.conn.start(spec, None).await?;
+        Ok(crate::client::stdio::attach(self.conn.clone(), id, pid, events))
+    }
+
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>> {
+        self.ready().await?;
+        self.conn.read_file(path, self.limits.max_transfer_bytes).await
+    }
+
+    async fn write_file(&self, path: &str, data: Vec<u8>) -> Result<()> {
+        self.ready().await?;
+        self.conn.write_file(path, data, self.limits.max_transfer_bytes).await
+    }
+
+    async fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>> {
+        self.ready().await?;
+        self.conn.list_dir(path).await
+    }
+
+    async fn delete(&self, path: &str) -> Result<()> {
+        self.ready().await?;
+        self.conn.delete(path).await
+    }
+
+    async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()> {
+        self.ready().await?;
+        self.conn.request(&Request::SetEnv { vars }, Vec::new()).await.map(drop)
+    }
+
+    async fn pause(&self) -> Result<()> {
+        let _t = self.transition.lock().await;
+        match self.state() {
+            SandboxState::Gone => Err(self.gone()),
+            SandboxState::Paused => Ok(()),
+            SandboxState::Running => {
+                self.freeze(true).await?;
+                self.set_state(SandboxState::Paused);
+                Ok(())
+            }
+        }
+    }
+
+    async fn resume(&self) -> Result<()> {
+        let _t = self.transition.lock().await;
+        match self.state() {
+            SandboxState::Gone => Err(self.gone()),
+            SandboxState::Running => Ok(()),
+            SandboxState::Paused => {
+                self.freeze(false).await?;
+                self.set_state(SandboxState::Running);
+                Ok(())
+            }
+        }
+    }
+
+    async fn destroy(&self) -> Result<()> {
+        let _t = self.transition.lock().await;
+        self.set_state(SandboxState::Gone);
+        self.process.kill_and_wait().await;
+        Ok(())
+    }
+}

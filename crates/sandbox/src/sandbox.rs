@@ -1,0 +1,63 @@
+//! The two traits the rest of the server programs against: a [`Backend`]
+//! creates sandboxes, a [`Sandbox`] runs commands and moves files. Both are
+//! object-safe and used as `Arc<dyn …>`.
+
+use crate::api::{DirEntry, ExecRequest, Limits, SandboxSpec, SandboxState, SpawnRequest};
+use crate::client::{Execution, StdioProcess};
+use crate::error::Result;
+use async_trait::async_trait;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// One environment's sandbox: one set of namespaces (or one pod, one VM)
+/// in which every command of every session runs and sees the others.
+///
+/// Every operation on a paused sandbox resumes it first.
+#[async_trait]
+pub trait Sandbox: Send + Sync {
+    fn id(&self) -> &str;
+
+    fn state(&self) -> SandboxState;
+
+    fn limits(&self) -> Limits;
+
+    /// Starts `/bin/sh -c command`; output streams from the returned handle.
+    async fn exec(&self, request: ExecRequest) -> Result<Execution>;
+
+    /// Starts a long-lived process with piped stdin and stdout.
+    async fn spawn_stdio(&self, request: SpawnRequest) -> Result<StdioProcess>;
+
+    /// Reads a file under `/workspace` (413 beyond the transfer limit).
+    async fn read_file(&self, path: &str) -> Result<Vec<u8>>;
+
+    /// Writes a file under `/workspace`, creating its parent directories.
+    async fn write_file(&self, path: &str, data: Vec<u8>) -> Result<()>;
+
+    async fn list_dir(&self, path: &str) -> Result<Vec<DirEntry>>;
+
+    /// Deletes a file, a symlink or a directory tree under `/workspace`.
+    async fn delete(&self, path: &str) -> Result<()>;
+
+    /// Adds variables to the environment of every later command.
+    async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()>;
+
+    /// Freezes every process in the sandbox.
+    async fn pause(&self) -> Result<()>;
+
+    /// Thaws it; processes and files are as they were.
+    async fn resume(&self) -> Result<()>;
+
+    /// Kills everything and releases the sandbox's resources. The
+    /// environment's directory on the host is left as it is.
+    async fn destroy(&self) -> Result<()>;
+}
+
+/// Creates sandboxes.
+#[async_trait]
+pub trait Backend: Send + Sync {
+    /// A short name for logs and status (`"local"`).
+    fn name(&self) -> &'static str;
+
+    /// Builds and starts a sandbox; returns once it accepts commands.
+    async fn create(&self, spec: SandboxSpec) -> Result<Arc<dyn Sandbox>>;
+}

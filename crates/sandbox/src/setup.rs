@@ -1,0 +1,217 @@
+//! An environment's one-time initialization, applied through any
+//! [`Sandbox`]: environment variables, inline files (base64) at their paths,
+//! packages (system via apt-get, Python via pip, npm), then setup commands,
+//! each with a timeout. Returns the combined log; the first failure stops it
+//! and carries the failing command's output. The server calls it once per
+//! environment and never again (not on attach, not on resume).
+
+use crate::api::ExecRequest;
+use crate::client::ExecEvent;
+use crate::error::{Error, Result};
+use crate::sandbox::Sandbox;
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// Keep at most this much of the combined log (its tail).
+const LOG_LIMIT: usize = 1 << 20;
+/// Keep at most this much of a failing command's output (its tail).
+const FAILURE_OUTPUT_LIMIT: usize = 64 << 10;
+
+/// What an environment asks for at initialization.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetupSpec {
+    #[serde(default)]
+    pub files: Vec<SetupFile>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub setup_commands: Vec<String>,
+    #[serde(default)]
+    pub packages: Packages,
+    /// Limit for each command (package installs included).
+    #[serde(default = "default_timeout")]
+    pub command_timeout: Duration,
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(600)
+}
+
+impl Default for SetupSpec {
+    fn default() -> Self {
+        SetupSpec {
+            files: Vec::new(),
+            env: BTreeMap::new(),
+            setup_commands: Vec::new(),
+            packages: Packages::default(),
+            command_timeout: default_timeout(),
+        }
+    }
+}
+
+/// An inline file: `data` is base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetupFile {
+    pub path: String,
+    pub data: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Packages {
+    #[serde(default)]
+    pub python: Vec<String>,
+    #[serde(default)]
+    pub npm: Vec<String>,
+    #[serde(default)]
+    pub system: Vec<String>,
+}
+
+/// A successful setup's combined log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SetupLog {
+    pub log: String,
+}
+
+/// Why setup failed: the step, the failing command's output, and the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("setup failed at `{step}`: {reason}")]
+pub struct SetupFailure {
+    /// The command (or `write <path>`) that failed.
+    pub step: String,
+    /// `exit code 3`, `timed out after 30s`, or the error.
+    pub reason: String,
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    /// The failing command's stdout and stderr, interleaved (last 64 KiB).
+    pub output: String,
+    /// Everything up to and including the failure.
+    pub log: String,
+}
+
+fn quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// The install commands for `packages`, in order: system, Python, npm.
+pub fn package_commands(packages: &Packages) -> Vec<String> {
+    let join = |pkgs: &[String]| pkgs.iter().map(|p| quote(p)).collect::<Vec<_>>().join(" ");
+    let mut cmds = Vec::new();
+    if !packages.system.is_empty() {
+        cmds.push(format!(
+            "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q --no-install-recommends {}",
+            join(&packages.system)
+        ));
+    }
+    if !packages.python.is_empty() {
+        cmds.push(format!("python3 -m pip install --user --no-input {}", join(&packages.python)));
+    }
+    if !packages.npm.is_empty() {
+        cmds.push(format!("npm install -g --no-audit --no-fund {}", join(&packages.npm)));
+    }
+    cmds
+}
+
+struct Log(String);
+
+impl Log {
+    fn push(&mut self, s: &str) {
+        self.0.push_str(s);
+        if self.0.len() > LOG_LIMIT {
+            let cut = tail_start(&self.0, LOG_LIMIT / 2);
+            self.0 = format!("[… log truncated …]\n{}", &self.0[cut..]);
+        }
+    }
+}
+
+/// A char boundary such that `s[i..]` is at most `keep` bytes.
+fn tail_start(s: &str, keep: usize) -> usize {
+    let mut i = s.len().saturating_sub(keep);
+    while !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Applies `spec` to `sandbox`; see the module doc.
+pub async fn apply_setup(sandbox: &dyn Sandbox, spec: &SetupSpec) -> Result<SetupLog> {
+    let mut log = Log(String::new());
+    let fail = |log: &Log, step: String, reason: String, output: String, exit_code, timed_out| {
+        Error::Setup(Box::new(SetupFailure { step, reason, exit_code, timed_out, output, log: log.0.clone() }))
+    };
+    if !spec.env.is_empty() {
+        sandbox.set_env(spec.env.clone()).await?;
+    }
+    for file in &spec.files {
+        let step = format!("write {}", file.path);
+        log.push(&format!("$ {step}\n"));
+        let data = match base64::engine::general_purpose::STANDARD.decode(file.data.trim()) {
+            Ok(d) => d,
+            Err(e) => return Err(fail(&log, step, format!("invalid base64: {e}"), String::new(), None, false)),
+        };
+        if let Err(e) = sandbox.write_file(&file.path, data).await {
+            log.push(&format!("{e}\n"));
+            return Err(fail(&log, step, e.to_string(), String::new(), None, false));
+        }
+    }
+    let commands = package_commands(&spec.packages).into_iter().chain(spec.setup_commands.iter().cloned());
+    for command in commands {
+        log.push(&format!("$ {command}\n"));
+        let mut exec = sandbox.exec(ExecRequest::new(command.clone()).timeout(spec.command_timeout)).await?;
+        let mut output = String::new();
+        let status = loop {
+            match exec.next().await? {
+                Some(ExecEvent::Stdout(b)) | Some(ExecEvent::Stderr(b)) => {
+                    let text = String::from_utf8_lossy(&b);
+                    log.push(&text);
+                    output.push_str(&text);
+                    if output.len() > 2 * FAILURE_OUTPUT_LIMIT {
+                        output.drain(..tail_start(&output, FAILURE_OUTPUT_LIMIT));
+                    }
+                }
+                Some(ExecEvent::Exit(status)) => break status,
+                None => return Err(Error::Protocol("output ended without an exit".into())),
+            }
+        };
+        if !status.success() {
+            let reason = if status.timed_out {
+                format!("timed out after {:?}", spec.command_timeout)
+            } else if let Some(code) = status.code {
+                format!("exit code {code}")
+            } else {
+                format!("killed by signal {}", status.signal.unwrap_or(0))
+            };
+            log.push(&format!("[{reason}]\n"));
+            output.drain(..tail_start(&output, FAILURE_OUTPUT_LIMIT));
+            return Err(fail(&log, command, reason, output, status.code, status.timed_out));
+        }
+    }
+    Ok(SetupLog { log: log.0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_names_are_quoted_and_ordered_system_python_npm() {
+        let p = Packages {
+            python: vec!["requests==2.32".into()],
+            npm: vec!["left-pad".into()],
+            system: vec!["jq".into(), "x'; rm -rf /".into()],
+        };
+        let cmds = package_commands(&p);
+        assert_eq!(cmds.len(), 3);
+        assert!(cmds[0].ends_with("apt-get install -y -q --no-install-recommends 'jq' 'x'\\''; rm -rf /'"));
+        assert_eq!(cmds[1], "python3 -m pip install --user --no-input 'requests==2.32'");
+        assert_eq!(cmds[2], "npm install -g --no-audit --no-fund 'left-pad'");
+        assert!(package_commands(&Packages::default()).is_empty());
+    }
+
+    #[test]
+    fn tails_respect_char_boundaries() {
+        let s = "ééé";
+        assert!(s.is_char_boundary(tail_start(s, 3)));
+    }
+}

@@ -1,0 +1,322 @@
+//! The crate's only `unsafe`: raw system calls that neither std nor nix wrap
+//! (clone3 into new namespaces, the fd-based mount API, capability dropping,
+//! a loopback ioctl, pidfd signals). Each wrapper is small and safe to call.
+#![allow(unsafe_code)]
+
+use std::ffi::{CStr, CString, c_int, c_void};
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+
+use nix::fcntl::OFlag;
+use nix::unistd::pipe2;
+
+/// `struct clone_args` from `linux/sched.h` (version 2, 88 bytes).
+#[repr(C)]
+#[derive(Default)]
+struct CloneArgs {
+    flags: u64,
+    pidfd: u64,
+    child_tid: u64,
+    parent_tid: u64,
+    exit_signal: u64,
+    stack: u64,
+    stack_size: u64,
+    tls: u64,
+    set_tid: u64,
+    set_tid_size: u64,
+    cgroup: u64,
+}
+
+/// `struct mount_attr` from `linux/mount.h` (version 0).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// A child started by [`spawn_namespaced`].
+pub(crate) struct Spawned {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+}
+
+fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
+    if ret < 0 { Err(io::Error::last_os_error()) } else { Ok(ret) }
+}
+
+/// Starts `program` as a direct child in new namespaces (`clone_flags`, e.g.
+/// `CLONE_NEWUSER | CLONE_NEWPID | …`), with `ctl` as its fd 3. The child
+/// waits until `prepare(pid)` (uid maps, cgroups) has run in the parent, then
+/// execs. Exec failures come back as errors.
+///
+/// The child is a copy of this (possibly multi-threaded) process, so between
+/// clone and exec it only makes async-signal-safe system calls on data built
+/// beforehand: no allocation, no locks.
+pub(crate) fn spawn_namespaced(
+    clone_flags: u64,
+    program: &CStr,
+    argv: &[CString],
+    envp: &[CString],
+    ctl: BorrowedFd<'_>,
+    prepare: impl FnOnce(i32) -> io::Result<()>,
+) -> io::Result<Spawned> {
+    let (sync_r, sync_w) = pipe2(OFlag::O_CLOEXEC)?;
+    let (err_r, err_w) = pipe2(OFlag::O_CLOEXEC)?;
+    let argv_ptrs: Vec<*const libc::c_char> =
+        argv.iter().map(|a| a.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    let envp_ptrs: Vec<*const libc::c_char> =
+        envp.iter().map(|a| a.as_ptr()).chain(std::iter::once(std::ptr::null())).collect();
+    let mut pidfd: c_int = -1;
+    let mut args = CloneArgs {
+        flags: clone_flags | libc::CLONE_PIDFD as u64,
+        pidfd: &mut pidfd as *mut c_int as u64,
+        exit_signal: libc::SIGCHLD as u64,
+        ..Default::default()
+    };
+    // SAFETY: clone3 without CLONE_VM behaves like fork: the child gets a
+    // copy-on-write copy of the address space and continues here with ret 0.
+    // `args` and `pidfd` outlive the call.
+    let ret = unsafe { libc::syscall(libc::SYS_clone3, &mut args as *mut CloneArgs, std::mem::size_of::<CloneArgs>()) };
+    let pid = check(ret)? as i32;
+    if pid == 0 {
+        child_exec(
+            sync_r.as_raw_fd(),
+            sync_w.as_raw_fd(),
+            err_w.as_raw_fd(),
+            ctl.as_raw_fd(),
+            program,
+            &argv_ptrs,
+            &envp_ptrs,
+        );
+    }
+    // SAFETY: CLONE_PIDFD stored a new pidfd that nothing else owns.
+    let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
+    drop(sync_r);
+    drop(err_w);
+    let spawned = Spawned { pid, pidfd };
+    if let Err(e) = prepare(pid) {
+        reap_after_failure(&spawned);
+        return Err(e);
+    }
+    let one = [1u8];
+    nix::unistd::write(&sync_w, &one)?;
+    drop(sync_w);
+    let mut errno = [0u8; 4];
+    let n = read_full(&err_r, &mut errno)?;
+    if n == 0 {
+        return Ok(spawned);
+    }
+    reap_after_failure(&spawned);
+    Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
+}
+
+fn reap_after_failure(child: &Spawned) {
+    let _ = pidfd_send_signal(child.pidfd.as_fd(), libc::SIGKILL);
+    let _ =
+        nix::sys::wait::waitid(nix::sys::wait::Id::PIDFd(child.pidfd.as_fd()), nix::sys::wait::WaitPidFlag::WEXITED);
+}
+
+fn read_full(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match nix::unistd::read(fd, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(got)
+}
+
+/// The child between clone3 and execve. Never returns.
+fn child_exec(
+    sync_r: RawFd,
+    sync_w: RawFd,
+    err_w: RawFd,
+    ctl: RawFd,
+    program: &CStr,
+    argv: &[*const libc::c_char],
+    envp: &[*const libc::c_char],
+) -> ! {
+    // SAFETY: only async-signal-safe system calls on fds and pointers that
+    // were valid before the clone (argv/envp are NUL-terminated arrays of
+    // NUL-terminated strings); the child ends in execve or _exit.
+    unsafe {
+        libc::close(sync_w);
+        let mut byte = 0u8;
+        if libc::read(sync_r, &mut byte as *mut u8 as *mut c_void, 1) != 1 {
+            libc::_exit(125);
+        }
+        let mut err_w = err_w;
+        if err_w == 3 {
+            err_w = libc::fcntl(err_w, libc::F_DUPFD_CLOEXEC, 4);
+        }
+        if ctl == 3 {
+            let flags = libc::fcntl(3, libc::F_GETFD);
+            libc::fcntl(3, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+        } else if libc::dup2(ctl, 3) < 0 {
+            child_fail(err_w);
+        }
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigprocmask(libc::SIG_SETMASK, &set, std::ptr::null_mut());
+        libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr());
+        child_fail(err_w);
+    }
+}
+
+/// Reports errno to the parent and exits. Only called in the cloned child.
+fn child_fail(err_w: RawFd) -> ! {
+    let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::EINVAL).to_ne_bytes();
+    // SAFETY: write and _exit are async-signal-safe; `errno` is a local array.
+    unsafe {
+        libc::write(err_w, errno.as_ptr() as *const c_void, errno.len());
+        libc::_exit(127);
+    }
+}
+
+/// Sends a signal through a pidfd (no pid-reuse race).
+pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: c_int) -> io::Result<()> {
+    // SAFETY: plain syscall on a valid fd; the siginfo pointer may be NULL.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), signal, std::ptr::null::<c_void>(), 0) };
+    check(ret).map(drop)
+}
+
+/// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE)`),
+/// taken before the staging root hides it.
+pub(crate) fn clone_tree(path: &CStr, recursive: bool) -> io::Result<OwnedFd> {
+    let mut flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
+    if recursive {
+        flags |= libc::AT_RECURSIVE as libc::c_uint;
+    }
+    // SAFETY: `path` is NUL-terminated; the returned fd is new and ours.
+    let fd = check(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), flags) })?;
+    // SAFETY: the kernel returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Sets mount attributes (`MOUNT_ATTR_*`) on every mount of a detached tree.
+pub(crate) fn set_tree_attrs(tree: BorrowedFd<'_>, attr_set: u64) -> io::Result<()> {
+    let attr = MountAttr { attr_set, attr_clr: 0, propagation: libc::MS_PRIVATE, userns_fd: 0 };
+    let flags = libc::AT_EMPTY_PATH | libc::AT_RECURSIVE;
+    // SAFETY: `attr` is a valid mount_attr of the size passed; "" is NUL-terminated.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// Attaches a detached tree at `target` (`move_mount`).
+pub(crate) fn attach_tree(tree: BorrowedFd<'_>, target: &CStr) -> io::Result<()> {
+    // SAFETY: both strings are NUL-terminated; fds are valid.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_move_mount,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            libc::AT_FDCWD,
+            target.as_ptr(),
+            libc::MOVE_MOUNT_F_EMPTY_PATH,
+        )
+    };
+    check(ret).map(drop)
+}
+
+/// Brings the loopback interface of the current network namespace up.
+pub(crate) fn loopback_up() -> io::Result<()> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    let sock = socket(AddressFamily::Inet, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS/SIOCSIFFLAGS read and write the ifreq we own; the
+    // union member ifru_flags is the one these ioctls use.
+    unsafe {
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCGIFFLAGS, &mut ifr) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        ifr.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        if libc::ioctl(sock.as_raw_fd(), libc::SIOCSIFFLAGS, &ifr) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Drops every capability (bounding, ambient, effective, permitted,
+/// inheritable), so no later exec, even of a setuid-root file, regains any.
+pub(crate) fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
+    for cap in 0..=last_cap {
+        // SAFETY: prctl with integer arguments only.
+        let r = unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) };
+        if r < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EINVAL) {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0) };
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: c_int,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let header = Header { version: 0x2008_0522, pid: 0 };
+    let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+    // SAFETY: capset reads a version-3 header and two data structs we own.
+    let ret = unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) };
+    check(ret).map(drop)
+}
+
+/// Closes every fd from `first` up (inherited strays).
+pub(crate) fn close_fds_from(first: u32) {
+    // SAFETY: close_range only closes descriptors; callers own none above `first`.
+    unsafe { libc::syscall(libc::SYS_close_range, first, u32::MAX, 0) };
+}
+
+/// Takes ownership of fd 3, the control channel the host handed the agent.
+pub(crate) fn take_control_fd() -> io::Result<OwnedFd> {
+    // SAFETY: fcntl(F_GETFD) only queries; it fails with EBADF if 3 is not open.
+    if unsafe { libc::fcntl(3, libc::F_GETFD) } < 0 {
+        return Err(io::Error::other("fd 3 (the control channel) is not open: run by a sandbox backend only"));
+    }
+    // SAFETY: fd 3 is open, was handed to this process for this purpose, and
+    // nothing else in the agent claims it.
+    Ok(unsafe { OwnedFd::from_raw_fd(3) })
+}
+
+/// A pidfd shared between the sandbox (to signal) and its watcher (to wait).
+pub(crate) struct SharedFd(pub std::sync::Arc<OwnedFd>);
+
+impl AsRawFd for SharedFd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Registers a pidfd with the tokio reactor (readable once the process exits).
+pub(crate) fn async_pidfd(fd: std::sync::Arc<OwnedFd>) -> io::Result<tokio::io::unix::AsyncFd<SharedFd>> {
+    // SAFETY: the `Arc` inside `SharedFd` keeps the fd open, and always the
+    // same fd, for as long as the `AsyncFd` owns it.
+    unsafe { tokio::io::unix::AsyncFd::register_with_interest(SharedFd(fd), tokio::io::Interest::READABLE) }
+        .map_err(|e| e.into_parts().1)
+}

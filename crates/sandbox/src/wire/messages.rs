@@ -1,0 +1,189 @@
+//! The JSON headers carried by frames: requests, replies, process exits, the
+//! agent's hello and the local backend's init configuration.
+
+use crate::api::DirEntry;
+use crate::error::Error;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bumped on any incompatible change; the host refuses a different agent.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Host → agent requests. Each gets exactly one [`Reply`] with the same id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Request {
+    /// Start a process; the id then names its output, stdin, acks and exit.
+    Exec(ProcessSpec),
+    /// Signal a process's whole process group (default SIGKILL).
+    Kill {
+        process: u32,
+        signal: Option<i32>,
+    },
+    ReadFile {
+        path: String,
+        max_bytes: u64,
+    },
+    /// The frame's data is the content.
+    WriteFile {
+        path: String,
+        max_bytes: u64,
+    },
+    ListDir {
+        path: String,
+    },
+    /// Removes a file, a symlink or a directory tree.
+    Delete {
+        path: String,
+    },
+    /// Merges variables into the environment of every later process.
+    SetEnv {
+        vars: BTreeMap<String, String>,
+    },
+    /// Stops every process in the sandbox (SIGSTOP), for hosts without a
+    /// freezer; the agent keeps serving.
+    Pause,
+    /// Continues every process (SIGCONT) after [`Request::Pause`].
+    Resume,
+    /// Kills every process and exits.
+    Shutdown,
+}
+
+/// A process to start: `/bin/sh -c command`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProcessSpec {
+    pub command: String,
+    /// Absolute, or relative to `/workspace`. Default `/workspace`.
+    pub cwd: Option<String>,
+    /// Added to (and overriding) the sandbox's environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A pipe for stdin (fed by [`crate::wire::Kind::Stdin`] frames); else `/dev/null`.
+    pub stdin: bool,
+    /// Killed (process group, SIGKILL) after this long.
+    pub timeout_ms: Option<u64>,
+}
+
+/// Agent → host: the answer to one request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "reply", rename_all = "snake_case")]
+pub enum Reply {
+    Ok,
+    /// The process runs with this pid (inside the sandbox's pid namespace).
+    Started {
+        pid: i32,
+    },
+    /// The frame's data is the file content.
+    File {
+        size: u64,
+    },
+    Entries {
+        entries: Vec<DirEntry>,
+    },
+    Error(WireError),
+}
+
+/// An error crossing the wire, mapped back to [`Error`] on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WireError {
+    pub kind: ErrorKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    PathEscape,
+    InvalidPath,
+    TooLarge,
+    NotFound,
+    Spawn,
+    Io,
+    BadRequest,
+}
+
+impl WireError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        WireError { kind, message: message.into(), size: None, limit: None }
+    }
+
+    pub fn too_large(size: u64, limit: u64) -> Self {
+        WireError { kind: ErrorKind::TooLarge, message: String::new(), size: Some(size), limit: Some(limit) }
+    }
+
+    pub fn into_error(self) -> Error {
+        match self.kind {
+            ErrorKind::PathEscape => Error::PathEscape(self.message),
+            ErrorKind::InvalidPath => Error::InvalidPath { path: self.message, reason: "rejected by the agent".into() },
+            ErrorKind::TooLarge => Error::TooLarge { size: self.size.unwrap_or(0), limit: self.limit.unwrap_or(0) },
+            ErrorKind::NotFound => Error::NotFound(self.message),
+            ErrorKind::Spawn => Error::Spawn(self.message),
+            ErrorKind::Io => Error::io("inside the sandbox", std::io::Error::other(self.message)),
+            ErrorKind::BadRequest => Error::Protocol(self.message),
+        }
+    }
+}
+
+/// Agent → host: how a process ended. Sent once all its output was sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exited {
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration_us: u64,
+    pub timed_out: bool,
+    pub killed: bool,
+}
+
+/// Agent → host, first frame: the agent is serving.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    pub version: u32,
+    pub pid: i32,
+    /// Time the agent spent building the sandbox (local backend).
+    pub setup_us: u64,
+}
+
+/// Agent → host: setup failed; the agent exits after sending it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fatal {
+    pub message: String,
+}
+
+/// Host → agent (local backend): how to build the sandbox's private root.
+/// Sent before the agent runs, so it costs no round trip.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InitConfig {
+    /// Applied in order: a target must come after any bind that contains it.
+    pub binds: Vec<BindSpec>,
+    /// Host files hidden behind an empty file or directory (secrets under /etc).
+    pub masks: Vec<String>,
+    /// `(path, target)` symlinks recreated in the new root (`/bin -> usr/bin`).
+    pub symlinks: Vec<(String, String)>,
+    pub hostname: String,
+    /// Bring `lo` up (the sandbox has its own network namespace).
+    pub loopback: bool,
+    /// Size of the private `/tmp` and `/dev/shm` tmpfs, bytes.
+    pub tmp_bytes: u64,
+    /// A tmpfs at `/root` when no home directory is bound there.
+    pub tmpfs_home: bool,
+    /// `(resource, limit)` pairs applied to the agent and inherited by every
+    /// process: names as in [`crate::api::Rlimit`].
+    pub rlimits: Vec<(crate::api::Rlimit, u64)>,
+    /// The base environment of every process.
+    pub env: BTreeMap<String, String>,
+}
+
+/// One bind mount of a host path into the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BindSpec {
+    pub source: String,
+    pub target: String,
+    pub writable: bool,
+    /// A device node (bound without `nodev`); the mount point is a file.
+    #[serde(default)]
+    pub device: bool,
+}

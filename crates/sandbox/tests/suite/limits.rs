@@ -1,0 +1,58 @@
+//! Resource limits contain a fork bomb and a memory hog where the host
+//! offers limits (cgroups, or rlimits as a fallback); the sandbox and the
+//! host stay usable. Skipped, with the reason printed, where they cannot be.
+
+use super::support::*;
+use sandbox::{ExecRequest, Sandbox};
+use std::time::Duration;
+
+#[tokio::test]
+async fn a_fork_bomb_is_contained_by_the_process_limit() {
+    let sb = start_with("forkbomb", |s| s.limits.max_processes = Some(64)).await;
+    let (_, pids_by_cgroup) = sb.cgroup_limits();
+    if !pids_by_cgroup && nix::unistd::geteuid().is_root() {
+        println!("skipped: no pids cgroup, and RLIMIT_NPROC does not bind a sandbox mapped to host root");
+        return;
+    }
+    let bomb = "bomb() { bomb | bomb & }; bomb; sleep 5";
+    let out = sb.exec(ExecRequest::new(bomb).timeout(Duration::from_secs(3))).await.unwrap().wait().await.unwrap();
+    assert!(out.status.timed_out || !out.status.success());
+    assert!(
+        out.stderr_str().contains("fork") || out.stderr_str().contains("Resource temporarily unavailable"),
+        "the limit was never hit: {}",
+        out.stderr_str()
+    );
+    // Everything the bomb started was in the command's process group.
+    for _ in 0..100 {
+        let n: u32 = sh(&*sb.sandbox, "ls -d /proc/[0-9]* | wc -l").await.parse().unwrap();
+        if n <= 4 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
+    assert!(std::process::Command::new("true").status().unwrap().success(), "the host cannot fork");
+}
+
+#[tokio::test]
+async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
+    let sb = start_with("memhog", |s| s.limits.memory_bytes = Some(128 << 20)).await;
+    let (memory_by_cgroup, _) = sb.cgroup_limits();
+    if !memory_by_cgroup {
+        println!("note: no memory cgroup; RLIMIT_AS bounds each process instead");
+    }
+    // `tail` keeps a newline-free stream in memory: 1 GiB of it.
+    let out = sb
+        .exec(
+            ExecRequest::new("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c")
+                .timeout(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(!out.status.timed_out, "the hog was not stopped by the limit");
+    assert_ne!(out.stdout_str().trim(), "1073741824", "1 GiB fit under a 128 MiB limit");
+    assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
+}

@@ -1,0 +1,13 @@
+//! Test modules and the helpers they share.
+
+mod basics;
+mod files;
+mod isolation;
+mod kill;
+mod limits;
+mod output;
+mod pause;
+mod setup;
+mod sharing;
+mod stdio;
+pub mod support;

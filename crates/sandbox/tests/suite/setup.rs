@@ -1,0 +1,74 @@
+//! `apply_setup`: inline files, env and setup commands are applied in order;
+//! a failing or hanging command stops setup with its own output.
+
+use super::support::*;
+use base64::Engine;
+use sandbox::{Error, SetupFile, SetupSpec, apply_setup};
+use std::time::Duration;
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+#[tokio::test]
+async fn setup_writes_inline_files_sets_env_and_runs_commands_in_order() {
+    let sb = start("setup-ok").await;
+    let spec = SetupSpec {
+        files: vec![SetupFile { path: "/workspace/input.txt".into(), data: b64("Shared input") }],
+        env: [("GREETING".to_string(), "hello".to_string())].into(),
+        setup_commands: vec!["echo step-one".into(), "cat input.txt > copy.txt; echo $GREETING".into()],
+        ..Default::default()
+    };
+    let log = apply_setup(&*sb.sandbox, &spec).await.unwrap();
+    assert!(log.log.contains("$ echo step-one\nstep-one\n"), "{}", log.log);
+    assert!(log.log.contains("hello\n"));
+    assert_eq!(std::fs::read_to_string(sb.host_path("copy.txt")).unwrap(), "Shared input");
+    // The env stays for every later command.
+    assert_eq!(sh(&*sb.sandbox, "echo $GREETING").await, "hello");
+}
+
+#[tokio::test]
+async fn a_failing_setup_command_reports_its_output_and_stops_setup() {
+    let sb = start("setup-fail").await;
+    let spec = SetupSpec {
+        setup_commands: vec!["echo one".into(), "echo boom >&2; echo partial; exit 3".into(), "touch never".into()],
+        ..Default::default()
+    };
+    let Err(Error::Setup(failure)) = apply_setup(&*sb.sandbox, &spec).await else { panic!("setup succeeded") };
+    assert_eq!(failure.step, "echo boom >&2; echo partial; exit 3");
+    assert_eq!(failure.exit_code, Some(3));
+    assert!(!failure.timed_out);
+    assert!(failure.output.contains("boom") && failure.output.contains("partial"), "{}", failure.output);
+    assert!(!failure.output.contains("one"), "output of earlier steps belongs to the log only");
+    assert!(failure.log.contains("one\n") && failure.log.contains("[exit code 3]"));
+    assert!(!sb.host_path("never").exists());
+}
+
+#[tokio::test]
+async fn a_hanging_setup_command_times_out_with_its_output() {
+    let sb = start("setup-hang").await;
+    let spec = SetupSpec {
+        setup_commands: vec!["echo waiting; sleep 60".into()],
+        command_timeout: Duration::from_millis(400),
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let Err(Error::Setup(failure)) = apply_setup(&*sb.sandbox, &spec).await else { panic!("setup succeeded") };
+    assert!(failure.timed_out);
+    assert_eq!(failure.output, "waiting\n");
+    assert!(failure.reason.contains("timed out"));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_setup_file_outside_workspace_or_with_bad_base64_fails() {
+    let sb = start("setup-file").await;
+    let escape =
+        SetupSpec { files: vec![SetupFile { path: "/etc/evil".into(), data: b64("x") }], ..Default::default() };
+    let Err(Error::Setup(f)) = apply_setup(&*sb.sandbox, &escape).await else { panic!() };
+    assert_eq!(f.step, "write /etc/evil");
+    assert!(f.reason.contains("escapes"));
+    let bad = SetupSpec { files: vec![SetupFile { path: "a".into(), data: "%%%".into() }], ..Default::default() };
+    let Err(Error::Setup(f)) = apply_setup(&*sb.sandbox, &bad).await else { panic!() };
+    assert!(f.reason.contains("base64"));
+}
