@@ -1,2 +1,216 @@
-//! Placeholder, replaced below.
-fn main() {}
+//! Sandbox speed and footprint against raw `unshare` in the same run:
+//! first use → ready, first command, warm command round trip, file round
+//! trip, and N idle sandboxes alive at once (host overhead per sandbox).
+//!
+//! `cargo bench -p sandbox --bench sandbox` (env: `ITER`, default 200;
+//! `IDLE`, default 500). Prints a Markdown table.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use sandbox::local::LocalSandbox;
+use sandbox::{ExecRequest, LocalBackend, LocalConfig, Sandbox, SandboxSpec};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+struct Stats(Vec<Duration>);
+
+impl Stats {
+    fn pct(&self, p: f64) -> Duration {
+        let mut v = self.0.clone();
+        v.sort();
+        v[((v.len() as f64 - 1.0) * p).round() as usize]
+    }
+
+    fn row(&self, name: &str, target: &str) -> String {
+        let ms = |d: Duration| format!("{:.2}", d.as_secs_f64() * 1e3);
+        format!(
+            "| {name} | {} | {} | {} | {} | {target} |",
+            self.0.len(),
+            ms(self.pct(0.5)),
+            ms(self.pct(0.9)),
+            ms(self.pct(0.99))
+        )
+    }
+}
+
+fn raise_nofile() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
+    }
+}
+
+fn mem_available_kib() -> u64 {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap();
+    meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// A `/proc/<pid>/smaps_rollup` or `/proc/<pid>/status` field, in KiB.
+fn proc_kib(pid: i32, file: &str, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/{file}"))
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Charge of a sandbox's memory cgroup (user and kernel memory), if any.
+fn memcg_bytes(id: &str) -> Option<u64> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let path = own.lines().find_map(|l| {
+        let mut p = l.splitn(3, ':');
+        let (_, ctrls, path) = (p.next()?, p.next()?, p.next()?);
+        ctrls.split(',').any(|c| c == "memory").then(|| path.to_string())
+    })?;
+    let file = format!("/sys/fs/cgroup/memory{path}/rebyte-sandboxes/{id}/memory.usage_in_bytes");
+    std::fs::read_to_string(file).ok()?.trim().parse().ok()
+}
+
+struct Bench {
+    backend: LocalBackend,
+    root: tempfile::TempDir,
+    n: usize,
+}
+
+impl Bench {
+    async fn create(&self, tag: &str) -> Arc<LocalSandbox> {
+        let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let id = format!("bench-{tag}-{}-{n}", std::process::id());
+        let spec = SandboxSpec::new(id.clone(), self.root.path().join(&id));
+        self.backend.create_local(spec).await.unwrap()
+    }
+}
+
+static COUNTER: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn run(sb: &dyn Sandbox, cmd: &str) {
+    let out = sb.exec(ExecRequest::new(cmd)).await.unwrap().wait().await.unwrap();
+    assert!(out.status.success(), "{cmd}: {:?}", out.status);
+}
+
+fn main() {
+    raise_nofile();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(bench());
+}
+
+async fn bench() {
+    let iter = env_usize("ITER", 200);
+    let idle = env_usize("IDLE", 500);
+    let bench = Bench {
+        backend: LocalBackend::new(LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte-sandbox-agent"), vec![])),
+        root: tempfile::tempdir().unwrap(),
+        n: iter,
+    };
+    let mut rows = Vec::new();
+
+    // Warm up caches (binary pages, dentries) for both sides.
+    for _ in 0..10 {
+        std::process::Command::new("unshare").args(["-mpfnui", "--fork", "true"]).status().unwrap();
+        let sb = bench.create("warm").await;
+        sb.destroy().await.unwrap();
+    }
+
+    // Alternate the two so that machine noise hits both alike.
+    let (mut raw, mut ready, mut first_cmd, mut agent_setup) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..bench.n {
+        let t = Instant::now();
+        let status = std::process::Command::new("unshare").args(["-mpfnui", "--fork", "true"]).status().unwrap();
+        raw.push(t.elapsed());
+        assert!(status.success());
+
+        let t = Instant::now();
+        let sb = bench.create("ready").await;
+        ready.push(t.elapsed());
+        agent_setup.push(sb.agent_setup_time());
+        run(&*sb, "true").await;
+        first_cmd.push(t.elapsed());
+        sb.destroy().await.unwrap();
+    }
+    let raw = Stats(raw);
+    let ready = Stats(ready);
+    rows.push(raw.row("raw `unshare -mpfnui --fork true` (spawn → exit)", "baseline"));
+    rows.push(ready.row("first use → ready (`create`, no setup)", "p50 ≤ 10 ms and ≤ 2× raw"));
+    rows.push(Stats(agent_setup).row("  of which: agent setup inside (mounts, pivot, caps)", ""));
+    rows.push(Stats(first_cmd).row("first use → first command (`true`) done", ""));
+
+    // Warm round trips on one sandbox.
+    let sb = bench.create("warm-rt").await;
+    let mut rt = Vec::new();
+    for _ in 0..(bench.n * 5) {
+        let t = Instant::now();
+        run(&*sb, "true").await;
+        rt.push(t.elapsed());
+    }
+    rows.push(Stats(rt).row("command round trip, warm (`sh -c true`)", "p50 ≤ 3 ms"));
+    let mut files = Vec::new();
+    let data = vec![7u8; 4096];
+    for i in 0..(bench.n * 5) {
+        let t = Instant::now();
+        sb.write_file(&format!("f{}", i % 10), data.clone()).await.unwrap();
+        assert_eq!(sb.read_file(&format!("f{}", i % 10)).await.unwrap().len(), 4096);
+        files.push(t.elapsed());
+    }
+    rows.push(Stats(files).row("file write + read 4 KiB, warm", ""));
+    sb.destroy().await.unwrap();
+
+    // Idle sandboxes alive at once.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let self_pid = std::process::id() as i32;
+    let (avail_before, rss_before) = (mem_available_kib(), proc_kib(self_pid, "status", "VmRSS:"));
+    let t = Instant::now();
+    let mut alive = Vec::with_capacity(idle);
+    for _ in 0..idle {
+        alive.push(bench.create("idle").await);
+    }
+    let created = t.elapsed();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (avail_after, rss_after) = (mem_available_kib(), proc_kib(self_pid, "status", "VmRSS:"));
+    let t = Instant::now();
+    for sb in &alive {
+        run(&**sb, "true").await;
+    }
+    let all_answer = t.elapsed();
+    let pss: u64 = alive.iter().map(|s| proc_kib(s.agent_pid(), "smaps_rollup", "Pss:")).sum();
+    let rss: u64 = alive.iter().map(|s| proc_kib(s.agent_pid(), "status", "VmRSS:")).sum();
+    let memcg: Vec<u64> = alive.iter().filter_map(|s| memcg_bytes(s.id())).collect();
+    let per = |kib: u64| format!("{:.2} MiB ({} KiB)", kib as f64 / 1024.0 / idle as f64, kib / idle as u64);
+    let host_delta = avail_before.saturating_sub(avail_after);
+    for sb in &alive {
+        sb.destroy().await.unwrap();
+    }
+
+    println!("\n### Sandbox (issue 4)\n");
+    println!("ITER={} IDLE={idle}, {} cores\n", bench.n, std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!("| measure | n | p50 ms | p90 ms | p99 ms | target |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    for r in rows {
+        println!("{r}");
+    }
+    let ratio = ready.pct(0.5).as_secs_f64() / raw.pct(0.5).as_secs_f64();
+    println!("\nfirst use → ready p50 / raw unshare p50 = {ratio:.2}×\n");
+    println!("| {idle} idle sandboxes at once | value |");
+    println!("| --- | --- |");
+    println!("| created one after another in | {:.2} s |", created.as_secs_f64());
+    println!("| all answered a command (`true`, sequentially) in | {:.2} s |", all_answer.as_secs_f64());
+    println!("| host MemAvailable drop per sandbox (whole machine, noisy) | {} |", per(host_delta));
+    println!("| agent PSS per sandbox | {} |", per(pss));
+    println!("| agent RSS per sandbox | {} |", per(rss));
+    if memcg.len() == idle {
+        println!(
+            "| sandbox memory cgroup charge (user + kernel) per sandbox | {} |",
+            per(memcg.iter().sum::<u64>() / 1024)
+        );
+    }
+    println!("| server-side RSS growth per sandbox (tasks, buffers) | {} |", per(rss_after.saturating_sub(rss_before)));
+}

@@ -23,6 +23,11 @@ use std::time::Instant;
 /// never returns. Call it before starting any async runtime or thread.
 pub fn main() -> ! {
     let started = Instant::now();
+    if let Some(n) = threads().filter(|n| *n > 1) {
+        // SIGCHLD would go to other threads, capabilities would stay with them.
+        eprintln!("rebyte sandbox agent: {n} threads; call agent::main before starting a runtime");
+        std::process::exit(2);
+    }
     crate::sys::close_fds_from(4);
     let fd = match crate::sys::take_control_fd() {
         Ok(fd) => fd,
@@ -64,6 +69,11 @@ pub fn main() -> ! {
             std::process::exit(1)
         }
     }
+}
+
+fn threads() -> Option<usize> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
 }
 
 /// Builds the sandbox from the init config: private root, hostname,

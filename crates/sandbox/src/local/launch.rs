@@ -156,7 +156,10 @@ pub(super) async fn launch(config: &LocalConfig, cgroups: &CgroupSupport, spec: 
     };
     let process = AgentProcess::watch(spawned, cgroup);
     match handshake {
-        Ok((conn, _hello)) => Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced)),
+        Ok((conn, hello)) => {
+            let setup = std::time::Duration::from_micros(hello.setup_us);
+            Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup))
+        }
         Err(e) => {
             process.kill_and_wait().await;
             Err(e)

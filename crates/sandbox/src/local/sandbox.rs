@@ -95,6 +95,7 @@ pub struct LocalSandbox {
     process: AgentProcess,
     limits: Limits,
     enforced: Enforced,
+    agent_setup: Duration,
     // Read by `state()` without awaiting; transitions hold `transition`.
     state: Mutex<SandboxState>,
     transition: tokio::sync::Mutex<()>,
@@ -107,6 +108,7 @@ impl LocalSandbox {
         process: AgentProcess,
         limits: Limits,
         enforced: Enforced,
+        agent_setup: Duration,
     ) -> Self {
         LocalSandbox {
             id,
@@ -114,6 +116,7 @@ impl LocalSandbox {
             process,
             limits,
             enforced,
+            agent_setup,
             state: Mutex::new(SandboxState::Running),
             transition: tokio::sync::Mutex::new(()),
         }
@@ -122,6 +125,11 @@ impl LocalSandbox {
     /// The agent's pid on the host.
     pub fn agent_pid(&self) -> i32 {
         self.process.pid
+    }
+
+    /// How long the agent took, from its start to ready (mounts, pivot).
+    pub fn agent_setup_time(&self) -> Duration {
+        self.agent_setup
     }
 
     /// Whether memory and process-count limits are enforced by a cgroup
