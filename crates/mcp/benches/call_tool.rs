@@ -1,2 +1,102 @@
-//! Placeholder until the MCP bench lands (keeps the workspace manifest valid).
-fn main() {}
+//! `call_tool` round trip through a broker and `Toolset::call_tool` (fresh `tools/list`,
+//! allowlist, schema validation, `tools/call`) against the same call made directly with an rmcp
+//! client, both to server-everything over stdio, in the same run (issue 5: ≤ 1.5×).
+//!
+//! Run: `cargo bench -p mcp --bench call_tool` (installs the npm test servers if missing)
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[allow(dead_code)]
+#[path = "../tests/suite/support.rs"]
+mod support;
+
+use mcp::{BrokerRegistry, CallContext, CallToolArgs, Connection, McpCallStatus, Toolset};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::TokioChildProcess;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
+
+const WARMUP: usize = 50;
+const ROUNDS: usize = 400;
+
+fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
+    samples.sort();
+    let at = |p: f64| samples[((samples.len() as f64 - 1.0) * p).round() as usize];
+    let mean = samples.iter().sum::<Duration>() / samples.len() as u32;
+    (at(0.5), at(0.99), mean)
+}
+
+#[tokio::main]
+async fn main() {
+    let config = support::everything_stdio_config();
+
+    // Direct: a plain rmcp client, no crate code in the path.
+    let mut command = tokio::process::Command::new(&config.command);
+    command.args(&config.args).stderr(std::process::Stdio::null());
+    let direct = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+
+    // Through the broker and the toolset, as the engine calls it.
+    let registry = BrokerRegistry::new();
+    let broker = registry
+        .get_or_start("sbx_bench", "everything", || Connection::spawn_stdio("everything", &config, support::timeouts()))
+        .await
+        .unwrap();
+    let toolset = Toolset::new("org", "session", support::cache())
+        .with_server(support::stdio_config("everything", config.clone()), broker.connection().clone());
+    let cancel = CancellationToken::new();
+    let args = CallToolArgs::new("everything", "echo", json!({"message": "bench"}));
+    let arguments = json!({"message": "bench"}).as_object().unwrap().clone();
+
+    let mut direct_samples = Vec::with_capacity(ROUNDS);
+    let mut toolset_samples = Vec::with_capacity(ROUNDS);
+    let mut bare_samples = Vec::with_capacity(ROUNDS);
+    let mut list_samples = Vec::with_capacity(ROUNDS);
+    for round in 0..WARMUP + ROUNDS {
+        // Interleaved, so both paths see the same machine load.
+        let started = Instant::now();
+        let result =
+            direct.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone())).await.unwrap();
+        let direct_time = started.elapsed();
+        assert!(!result.is_error.unwrap_or(false));
+
+        let started = Instant::now();
+        let record = toolset.call_tool(&args, &cancel).await;
+        let toolset_time = started.elapsed();
+        assert_eq!(record.status, McpCallStatus::Completed, "{record:?}");
+
+        let started = Instant::now();
+        broker.connection().call_tool("echo", arguments.clone(), &CallContext::default()).await.unwrap();
+        let bare_time = started.elapsed();
+
+        let started = Instant::now();
+        broker.connection().list_tools(&CallContext::default()).await.unwrap();
+        let list_time = started.elapsed();
+
+        if round >= WARMUP {
+            direct_samples.push(direct_time);
+            toolset_samples.push(toolset_time);
+            bare_samples.push(bare_time);
+            list_samples.push(list_time);
+        }
+    }
+    let (d50, d99, dmean) = stats(direct_samples);
+    let (t50, t99, tmean) = stats(toolset_samples);
+    let (b50, b99, bmean) = stats(bare_samples);
+    let (l50, l99, lmean) = stats(list_samples);
+    println!("server-everything over stdio, echo, {ROUNDS} calls each (after {WARMUP} warm-up), interleaved");
+    println!("direct rmcp client tools/call:           p50 {d50:?}  p99 {d99:?}  mean {dmean:?}");
+    println!("broker + Toolset::call_tool (full path): p50 {t50:?}  p99 {t99:?}  mean {tmean:?}");
+    println!("broker Connection::call_tool (no checks): p50 {b50:?}  p99 {b99:?}  mean {bmean:?}");
+    println!("broker tools/list alone:                 p50 {l50:?}  p99 {l99:?}  mean {lmean:?}");
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    println!(
+        "ratio full path / direct: p50 {:.2}x  mean {:.2}x;  transport only (no checks) / direct: p50 {:.2}x  mean {:.2}x",
+        ratio(t50, d50),
+        ratio(tmean, dmean),
+        ratio(b50, d50),
+        ratio(bmean, dmean)
+    );
+    drop(direct);
+}

@@ -2,6 +2,7 @@
 //! names, parameter names and descriptions (with per-field weights), and the strings a regex
 //! pattern is matched against.
 
+use super::haystack::Haystack;
 use super::tokenize::tokens;
 use crate::catalog::ToolInfo;
 use std::collections::HashMap;
@@ -25,8 +26,9 @@ pub(crate) struct CatalogIndex {
     pub(crate) doc_len: Vec<f32>,
     pub(crate) total_len: f64,
     /// Per tool: its name, and its description plus parameter names (regex haystacks).
-    pub(crate) names: Vec<String>,
-    pub(crate) details: Vec<String>,
+    pub(crate) names: Haystack,
+    pub(crate) details: Haystack,
+    tools: usize,
 }
 
 /// Names of the properties in a JSON Schema, nested objects and array items included.
@@ -80,8 +82,9 @@ impl CatalogIndex {
             }
             index.doc_len.push(length);
             index.total_len += f64::from(length);
-            index.names.push(tool.name.clone());
-            index.details.push(format!("{}\n{}", tool.description, params.join(" ")));
+            index.names.push(&tool.name);
+            index.details.push(&format!("{}\n{}", tool.description, params.join(" ")));
+            index.tools += 1;
         }
         for postings in &mut index.postings {
             postings.sort_unstable_by_key(|posting| posting.doc);
@@ -90,7 +93,7 @@ impl CatalogIndex {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.names.len()
+        self.tools
     }
 
     pub(crate) fn term(&self, token: &str) -> Option<&[Posting]> {

@@ -4,6 +4,7 @@
 //! reads.
 
 mod bm25;
+mod haystack;
 pub(crate) mod index;
 mod pattern;
 mod tokenize;
@@ -74,7 +75,7 @@ pub(crate) struct Candidate {
 #[derive(Debug, Clone)]
 pub(crate) enum Needle {
     Query(String),
-    Pattern(regex::Regex),
+    Pattern(pattern::Pattern),
 }
 
 /// [`SearchArgs`] after every check that needs no server.
@@ -155,7 +156,7 @@ pub fn search(catalogs: &[&Catalog], search: &CheckedSearch, limits: SearchLimit
     let started = Instant::now();
     let candidates = match &search.needle {
         Needle::Query(query) => bm25::rank(catalogs, query, search.limit),
-        Needle::Pattern(regex) => pattern::rank(catalogs, regex, search.limit, started, limits.pattern_deadline)?,
+        Needle::Pattern(compiled) => pattern::rank(catalogs, compiled, search.limit, started, limits.pattern_deadline)?,
     };
     Ok(candidates
         .into_iter()

@@ -192,3 +192,14 @@ async fn search_from_model_json_finds_server_everything_tools() {
     assert_eq!(found.results[0].name, "get-sum", "{found:?}");
     assert!(found.unavailable.is_empty());
 }
+
+#[test]
+fn a_pattern_never_matches_across_two_tools() {
+    let catalog = Catalog::new("c", vec![tool("xa", "", &[]), tool("bx", "", &[]), tool("ab", "", &[])]);
+    // `\s` matches the separator between tools in the joined scan; the answer must be per tool.
+    assert_eq!(names(&[&catalog], SearchArgs::pattern("a\\s*b")), ["ab"]);
+    assert_eq!(names(&[&catalog], SearchArgs::pattern("a$")), ["xa"]);
+    assert_eq!(names(&[&catalog], SearchArgs::pattern("^b")), ["bx"]);
+    assert_eq!(names(&[&catalog], SearchArgs::pattern("\\Ab")), ["bx"]);
+    assert_eq!(names(&[&catalog], SearchArgs::pattern("x\\z")), ["bx"]);
+}
