@@ -101,6 +101,7 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
         None::<&str>,
     )
     .map_err(|e| format!("mount /proc: {e}"))?;
+    harden_proc()?;
     for (at, to) in &cfg.symlinks {
         std::os::unix::fs::symlink(to, staged(at)).map_err(|e| format!("symlink {at}: {e}"))?;
     }
@@ -118,6 +119,50 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
     nix::unistd::pivot_root(".", ".").map_err(|e| format!("pivot_root: {e}"))?;
     umount2(".", MntFlags::MNT_DETACH).map_err(|e| format!("detach the old root: {e}"))?;
     std::env::set_current_dir("/").map_err(|e| format!("chdir /: {e}"))?;
+    Ok(())
+}
+
+/// Sandbox root is the host's uid with no capabilities: file permissions
+/// alone would let it write root-owned `/proc` knobs (sysctls, sysrq). Make
+/// them read-only and hide the kernel's own secrets, as container runtimes do.
+fn harden_proc() -> Result<(), String> {
+    const READ_ONLY: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
+    const HIDDEN: &[&str] = &[
+        "/proc/kcore",
+        "/proc/keys",
+        "/proc/timer_list",
+        "/proc/sched_debug",
+        "/proc/latency_stats",
+        "/proc/acpi",
+        "/proc/scsi",
+        "/proc/asound",
+    ];
+    let ro = MsFlags::MS_REMOUNT
+        | MsFlags::MS_BIND
+        | MsFlags::MS_RDONLY
+        | MsFlags::MS_NOSUID
+        | MsFlags::MS_NODEV
+        | MsFlags::MS_NOEXEC;
+    for path in READ_ONLY {
+        let target = staged(path);
+        if !Path::new(&target).exists() {
+            continue;
+        }
+        mount(Some(target.as_str()), target.as_str(), None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+            .and_then(|()| mount(None::<&str>, target.as_str(), None::<&str>, ro, None::<&str>))
+            .map_err(|e| format!("make {path} read-only: {e}"))?;
+    }
+    for path in HIDDEN {
+        let target = staged(path);
+        match std::fs::metadata(&target) {
+            Ok(m) if m.is_dir() => tmpfs(&target, "mode=0555,size=4k", MsFlags::MS_RDONLY)?,
+            Ok(_) => {
+                mount(Some(staged("/dev/null").as_str()), target.as_str(), None::<&str>, MsFlags::MS_BIND, None::<&str>)
+                    .map_err(|e| format!("hide {path}: {e}"))?
+            }
+            Err(_) => {}
+        }
+    }
     Ok(())
 }
 

@@ -77,6 +77,11 @@ impl Toolchain {
             t.env.push(("PYENV_ROOT".into(), pyenv.display().to_string()));
             t.dirs.push(pyenv);
         }
+        // `npm -g` installs into the sandbox home (NPM_CONFIG_PREFIX), which
+        // would also move npm's global config away from the host's.
+        if Path::new("/etc/npmrc").is_file() {
+            t.env.push(("NPM_CONFIG_GLOBALCONFIG".into(), "/etc/npmrc".into()));
+        }
         let search = std::env::var_os("PATH").unwrap_or_default();
         for tool in ["python3", "pip3", "node", "npm", "npx"] {
             let Some(found) = std::env::split_paths(&search).map(|d| d.join(tool)).find(|p| p.is_file()) else {

@@ -106,6 +106,16 @@ async fn the_host_toolchain_is_read_only_and_cannot_be_remounted() {
         assert!(!out.status.success(), "{cmd} succeeded");
     }
     assert!(!std::path::Path::new("/usr/rebyte-test").exists());
+    // Root inside is the host's uid: kernel knobs it could otherwise write
+    // by file permission alone are read-only or hidden.
+    for cmd in [
+        "echo 1 > /proc/sys/vm/drop_caches",
+        "echo h > /proc/sysrq-trigger",
+        "head -c1 /proc/kcore | wc -c | grep -qx 1",
+    ] {
+        let out = run(&*sb.sandbox, cmd).await;
+        assert!(!out.status.success(), "{cmd} succeeded");
+    }
     // Private /tmp and home are writable.
     sh(&*sb.sandbox, "echo x > /tmp/t && echo y > /root/h && cat /tmp/t /root/h").await;
     assert_eq!(sh(&*sb.sandbox, "grep -c ' /tmp tmpfs' /proc/mounts").await, "1");

@@ -72,3 +72,36 @@ async fn a_setup_file_outside_workspace_or_with_bad_base64_fails() {
     let Err(Error::Setup(f)) = apply_setup(&*sb.sandbox, &bad).await else { panic!() };
     assert!(f.reason.contains("base64"));
 }
+
+/// Needs the package registries (PyPI, npm) reachable from this host:
+/// `cargo test -p sandbox --test all -- --ignored packages`.
+#[tokio::test]
+#[ignore = "needs PyPI and the npm registry"]
+async fn python_and_npm_packages_install_into_the_sandbox_home() {
+    let home = tempfile::tempdir().unwrap();
+    let home_path = home.path().to_path_buf();
+    let sb = start_with("packages", move |s| {
+        s.network = sandbox::NetworkPolicy::Enabled;
+        s.home = Some(home_path);
+    })
+    .await;
+    let spec = SetupSpec {
+        packages: sandbox::Packages {
+            python: vec!["six==1.16.0".into()],
+            npm: vec!["is-number@7.0.0".into()],
+            system: vec![],
+        },
+        setup_commands: vec![
+            "python3 -c 'import six; print(six.__version__)'".into(),
+            "node -e \"console.log(require('/root/.npm-global/lib/node_modules/is-number')(5))\"".into(),
+        ],
+        ..Default::default()
+    };
+    let log = match apply_setup(&*sb.sandbox, &spec).await {
+        Ok(log) => log.log,
+        Err(Error::Setup(f)) => panic!("{}\n{}", f, f.log),
+        Err(e) => panic!("{e}"),
+    };
+    assert!(log.contains("1.16.0\n") && log.contains("true\n"), "{log}");
+    assert!(home.path().join(".local/lib").is_dir(), "pip did not install into the sandbox home");
+}
