@@ -1,13 +1,15 @@
-//! The session event bus: every event is written to the store first (which
-//! assigns its ordered `event_id`) and then broadcast to live subscribers, so
-//! a subscriber that falls behind or reconnects can always catch up from the
-//! store with `Last-Event-ID`.
+//! The session event bus. Each event gets its ordered `event_id` here, is
+//! queued to the journal, and is broadcast to live subscribers at once; a
+//! subscriber that falls behind or reconnects catches up from the store
+//! after a journal flush, so no event is ever skipped.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::journal::Journal;
 use protocol::event::{Event, EventBody};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use store::Store;
+use store::{Store, Write};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
@@ -17,14 +19,18 @@ const CAPACITY: usize = 4096;
 
 /// Publishes and fans out session events.
 pub struct Bus {
-    store: Arc<dyn Store>,
+    journal: Arc<Journal>,
+    /// The last event sequence number handed out.
+    seq: AtomicI64,
     // One channel per session that has (or had) subscribers or events since start.
     channels: Mutex<HashMap<Uuid, broadcast::Sender<Arc<Event>>>>,
 }
 
 impl Bus {
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        Self { store, channels: Mutex::default() }
+    /// A bus continuing after the store's last event.
+    pub async fn new(store: &Arc<dyn Store>, journal: Arc<Journal>) -> Result<Self> {
+        let last = store.max_event_seq().await?;
+        Ok(Self { journal, seq: AtomicI64::new(last), channels: Mutex::default() })
     }
 
     fn sender(&self, session_id: Uuid) -> broadcast::Sender<Arc<Event>> {
@@ -32,16 +38,27 @@ impl Bus {
         channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0).clone()
     }
 
-    /// Persists `bodies` in order, then broadcasts them.
-    pub async fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Result<Vec<Arc<Event>>> {
-        let events = self.store.append_events(session_id, bodies).await?;
-        let sender = self.sender(session_id);
-        let events: Vec<Arc<Event>> = events.into_iter().map(Arc::new).collect();
-        for event in &events {
-            // No receiver is fine: the event is in the store.
-            let _ = sender.send(Arc::clone(event));
+    /// Queues `bodies` for the store, in order, and broadcasts them.
+    pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+        // Ids are taken and sent under one lock, so every subscriber receives
+        // a session's events in increasing id order.
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        let sender = channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0);
+        let mut events = Vec::with_capacity(bodies.len());
+        for body in bodies {
+            let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
+            let event = Arc::new(Event { event_id: store::event_id(seq), body });
+            self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
+            // No receiver is fine: the event is in the journal.
+            let _ = sender.send(Arc::clone(&event));
+            events.push(event);
         }
-        Ok(events)
+        events
+    }
+
+    /// Waits until every event published so far is in the store.
+    pub async fn flush(&self) -> Result<()> {
+        self.journal.flush().await.map_err(Error::Invalid)
     }
 
     /// Live events of a session from now on.

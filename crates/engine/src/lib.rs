@@ -14,6 +14,7 @@
 pub mod bus;
 pub mod error;
 pub mod history;
+pub mod journal;
 pub mod record;
 mod runtime;
 pub mod tools;

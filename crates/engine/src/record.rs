@@ -4,12 +4,13 @@
 
 use crate::bus::Bus;
 use crate::error::Result;
+use crate::journal::Journal;
 use protocol::event::{EventBody, SessionError};
 use protocol::item::Item;
 use protocol::session::{SessionRecord, SessionStatus, TokenUsage};
 use protocol::turn::{Turn, TurnError, TurnStatus};
 use std::sync::Arc;
-use store::Store;
+use store::Write;
 
 /// Seconds since the Unix epoch.
 pub fn now() -> i64 {
@@ -28,7 +29,7 @@ pub fn add_usage(total: &mut Option<TokenUsage>, u: &models::Usage) {
 
 /// The recorder of one running turn.
 pub struct Recorder {
-    pub store: Arc<dyn Store>,
+    pub journal: Arc<Journal>,
     pub bus: Arc<Bus>,
     pub org_id: String,
     pub session: SessionRecord,
@@ -37,8 +38,28 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    pub fn new(store: Arc<dyn Store>, bus: Arc<Bus>, org_id: String, session: SessionRecord, turn: Turn) -> Self {
-        Self { store, bus, org_id, session, turn, next_output_index: 0 }
+    pub fn new(journal: Arc<Journal>, bus: Arc<Bus>, org_id: String, session: SessionRecord, turn: Turn) -> Self {
+        Self { journal, bus, org_id, session, turn, next_output_index: 0 }
+    }
+
+    fn put_item(&self, item: &Item) {
+        self.journal.write(Write::Item {
+            org_id: self.org_id.clone(),
+            session_id: self.session.id,
+            item: item.clone(),
+        });
+    }
+
+    fn put_turn(&self) {
+        self.journal.write(Write::Turn { org_id: self.org_id.clone(), turn: self.turn.clone() });
+    }
+
+    fn put_state(&self) {
+        self.journal.write(Write::SessionState {
+            org_id: self.org_id.clone(),
+            session_id: self.session.id,
+            state: self.session.state(),
+        });
     }
 
     fn sid(&self) -> String {
@@ -47,7 +68,7 @@ impl Recorder {
 
     /// Publishes events of this session.
     pub async fn emit(&self, bodies: Vec<EventBody>) -> Result<()> {
-        self.bus.publish(self.session.id, bodies).await?;
+        self.bus.publish(self.session.id, bodies);
         Ok(())
     }
 
@@ -55,7 +76,7 @@ impl Recorder {
     pub async fn add_item(&mut self, item: Item) -> Result<i64> {
         let index = self.next_output_index;
         self.next_output_index += 1;
-        self.store.put_item(&self.org_id, self.session.id, &item).await?;
+        self.put_item(&item);
         self.emit(vec![EventBody::ItemAdded {
             session_id: self.sid(),
             turn_id: self.turn.id.clone(),
@@ -68,7 +89,7 @@ impl Recorder {
 
     /// Stores an item's final form and announces it done, with extra events first.
     pub async fn done_item(&self, item: Item, index: i64, mut before: Vec<EventBody>) -> Result<()> {
-        self.store.put_item(&self.org_id, self.session.id, &item).await?;
+        self.put_item(&item);
         before.push(EventBody::ItemDone {
             session_id: self.sid(),
             turn_id: self.turn.id.clone(),
@@ -95,11 +116,11 @@ impl Recorder {
         if turn == TurnStatus::InProgress && self.turn.started_at.is_none() {
             self.turn.started_at = Some(now());
         }
-        self.store.put_turn(&self.org_id, &self.turn).await?;
+        self.put_turn();
         self.session.status = session;
         self.session.required_actions = actions;
         self.session.last_active_at = now();
-        self.store.set_session_state(&self.org_id, self.session.id, &self.session.state()).await?;
+        self.put_state();
         let (sid, tid, t) = (self.sid(), self.turn.id.clone(), self.turn.clone());
         let session_event = match session {
             SessionStatus::InProgress => EventBody::SessionInProgress { session: Box::new(self.session.resource()) },
@@ -122,7 +143,7 @@ impl Recorder {
         self.turn.status = status;
         self.turn.completed_at = Some(now());
         self.turn.error = error.clone();
-        self.store.put_turn(&self.org_id, &self.turn).await?;
+        self.put_turn();
         if let Some(u) = &self.turn.usage {
             let total = self.session.usage.get_or_insert_with(TokenUsage::default);
             total.input_tokens += u.input_tokens;
@@ -134,7 +155,7 @@ impl Recorder {
         self.session.status = SessionStatus::Idle;
         self.session.required_actions = Vec::new();
         self.session.last_active_at = now();
-        self.store.set_session_state(&self.org_id, self.session.id, &self.session.state()).await?;
+        self.put_state();
         let (sid, tid, turn, usage) = (self.sid(), self.turn.id.clone(), self.turn.clone(), self.turn.usage.clone());
         let mut events = Vec::new();
         if let Some(e) = error {

@@ -3,6 +3,7 @@
 
 use crate::bus::Bus;
 use crate::error::{Error, Result};
+use crate::journal::Journal;
 use crate::record::{Recorder, now};
 use crate::tools::{HostedToolsFactory, ToolSet};
 use crate::turn::{Ending, ToolResult, TurnRun};
@@ -13,7 +14,7 @@ use protocol::session::{SessionRecord, SessionStatus};
 use protocol::turn::{Turn, TurnError, TurnStatus};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
-use store::Store;
+use store::{Store, Write};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -38,6 +39,7 @@ struct Slot {
 struct Inner {
     store: Arc<dyn Store>,
     models: Registry,
+    journal: Arc<Journal>,
     bus: Arc<Bus>,
     hosted: Option<Arc<dyn HostedToolsFactory>>,
     // Held only for short, non-async critical sections.
@@ -51,9 +53,29 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(store: Arc<dyn Store>, models: Registry, hosted: Option<Arc<dyn HostedToolsFactory>>) -> Self {
-        let bus = Arc::new(Bus::new(Arc::clone(&store)));
-        Self { inner: Arc::new(Inner { store, models, bus, hosted, slots: Mutex::default() }) }
+    /// Starts the engine and its journal writer (within a Tokio runtime).
+    pub async fn new(
+        store: Arc<dyn Store>,
+        models: Registry,
+        hosted: Option<Arc<dyn HostedToolsFactory>>,
+    ) -> Result<Self> {
+        let journal = Arc::new(Journal::start(Arc::clone(&store)));
+        let bus = Arc::new(Bus::new(&store, Arc::clone(&journal)).await?);
+        Ok(Self { inner: Arc::new(Inner { store, models, journal, bus, hosted, slots: Mutex::default() }) })
+    }
+
+    /// Waits until every change the engine made so far is in the store; call
+    /// before reading what the engine writes (turns, items, session state).
+    pub async fn flush(&self) -> Result<()> {
+        self.inner.bus.flush().await
+    }
+
+    fn recorder(&self, org_id: &str, session: SessionRecord, turn: Turn) -> Recorder {
+        Recorder::new(Arc::clone(&self.inner.journal), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn)
+    }
+
+    fn write(&self, write: Write) {
+        self.inner.journal.write(write);
     }
 
     pub fn bus(&self) -> &Arc<Bus> {
@@ -72,11 +94,11 @@ impl Engine {
         for (org_id, turn) in open {
             let Ok(session_id) = Uuid::parse_str(&turn.session_id) else { continue };
             let Some(session) = self.inner.store.get_session(&org_id, session_id).await? else { continue };
-            let mut rec =
-                Recorder::new(Arc::clone(&self.inner.store), Arc::clone(&self.inner.bus), org_id, session, turn);
+            let mut rec = self.recorder(&org_id, session, turn);
             let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
             rec.finish(TurnStatus::Failed, Some(error)).await?;
         }
+        self.flush().await?;
         Ok(count)
     }
 
@@ -88,7 +110,7 @@ impl Engine {
         messages: Vec<Vec<Content>>,
     ) -> Result<Turn> {
         let turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
-        self.inner.store.create_turn(org_id, &turn).await?;
+        self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
         let mut events = vec![EventBody::TurnCreated {
             session_id: session.id.to_string(),
             turn_id: turn.id.clone(),
@@ -103,7 +125,7 @@ impl Engine {
                 content,
                 phase: None,
             };
-            self.inner.store.put_item(org_id, session.id, &item).await?;
+            self.write(Write::Item { org_id: org_id.to_string(), session_id: session.id, item: item.clone() });
             events.push(EventBody::ItemAdded {
                 session_id: session.id.to_string(),
                 turn_id: turn.id.clone(),
@@ -111,7 +133,9 @@ impl Engine {
                 item,
             });
         }
-        self.inner.bus.publish(session.id, events).await?;
+        self.inner.bus.publish(session.id, events);
+        // Durable before anything runs and before the caller hears of it.
+        self.flush().await?;
         let turn_id = Uuid::parse_str(&turn.id).map_err(|e| Error::Invalid(e.to_string()))?;
         let start = {
             let mut slots = self.slots();
@@ -140,7 +164,7 @@ impl Engine {
         turn.status = TurnStatus::Completed;
         turn.started_at = Some(at);
         turn.completed_at = Some(at);
-        self.inner.store.create_turn(org_id, &turn).await?;
+        self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
         let sid = session.id.to_string();
         let mut events =
             vec![EventBody::TurnCreated { session_id: sid.clone(), turn_id: turn.id.clone(), turn: turn.clone() }];
@@ -153,7 +177,7 @@ impl Engine {
                 content,
                 phase: None,
             };
-            self.inner.store.put_item(org_id, session.id, &item).await?;
+            self.write(Write::Item { org_id: org_id.to_string(), session_id: session.id, item: item.clone() });
             events.push(EventBody::ItemAdded {
                 session_id: sid.clone(),
                 turn_id: turn.id.clone(),
@@ -167,7 +191,9 @@ impl Engine {
             turn: turn.clone(),
             usage: None,
         });
-        self.inner.bus.publish(session.id, events).await?;
+        self.inner.bus.publish(session.id, events);
+        // Durable before anything runs and before the caller hears of it.
+        self.flush().await?;
         Ok(turn)
     }
 
@@ -233,32 +259,45 @@ impl Engine {
         status: TurnStatus,
         error: Option<TurnError>,
     ) -> Result<()> {
+        self.flush().await?;
         let store = &self.inner.store;
         let (Some(session), Some(turn)) =
             (store.get_session(org_id, session_id).await?, store.get_turn(org_id, turn_id).await?)
         else {
             return Ok(());
         };
-        let mut rec = Recorder::new(Arc::clone(store), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn);
+        let mut rec = self.recorder(org_id, session, turn);
         rec.finish(status, error).await
     }
 
     /// The worker: runs queued turns until none is left.
     async fn work(self, session_id: Uuid) {
         loop {
+            // Taking the next turn and making it the active one happen under
+            // one lock, so a cancel always finds the turn somewhere.
             let next = {
                 let mut slots = self.slots();
                 let Some(slot) = slots.get_mut(&session_id) else { return };
                 match slot.queued.pop_front() {
-                    Some(next) => Some(next),
+                    Some((org_id, turn_id)) => {
+                        let cancel = CancellationToken::new();
+                        let (results_tx, results) = mpsc::unbounded_channel();
+                        slot.active = Some(Active {
+                            turn_id,
+                            cancel: cancel.clone(),
+                            results: results_tx,
+                            pending: HashSet::new(),
+                        });
+                        Some((org_id, turn_id, cancel, results))
+                    }
                     None => {
                         slots.remove(&session_id);
                         None
                     }
                 }
             };
-            let Some((org_id, turn_id)) = next else { return };
-            if let Err(e) = self.run(&org_id, session_id, turn_id).await {
+            let Some((org_id, turn_id, cancel, results)) = next else { return };
+            if let Err(e) = self.run(&org_id, session_id, turn_id, cancel, results).await {
                 tracing::error!(%session_id, %turn_id, error = %e, "turn aborted by a store error");
                 let error = TurnError::new("internal_error", format!("the turn stopped on an internal error: {e}"));
                 let _ = self.end_queued(&org_id, session_id, turn_id, TurnStatus::Failed, Some(error)).await;
@@ -269,7 +308,16 @@ impl Engine {
         }
     }
 
-    async fn run(&self, org_id: &str, session_id: Uuid, turn_id: Uuid) -> Result<()> {
+    async fn run(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Uuid,
+        cancel: CancellationToken,
+        results: mpsc::UnboundedReceiver<ToolResult>,
+    ) -> Result<()> {
+        // The previous turn's writes are this one's history.
+        self.flush().await?;
         let store = &self.inner.store;
         let (Some(session), Some(turn)) =
             (store.get_session(org_id, session_id).await?, store.get_turn(org_id, turn_id).await?)
@@ -279,13 +327,10 @@ impl Engine {
         if turn.status.is_terminal() {
             return Ok(());
         }
-        let cancel = CancellationToken::new();
-        let (results_tx, results) = mpsc::unbounded_channel();
-        if let Some(slot) = self.slots().get_mut(&session_id) {
-            slot.active =
-                Some(Active { turn_id, cancel: cancel.clone(), results: results_tx, pending: HashSet::new() });
+        if cancel.is_cancelled() {
+            return self.recorder(org_id, session, turn).finish(TurnStatus::Cancelled, None).await;
         }
-        let mut rec = Recorder::new(Arc::clone(store), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn);
+        let mut rec = self.recorder(org_id, session, turn);
         rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
         let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
             Ok(m) => m,

@@ -115,7 +115,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
         None => models::Registry::load(config.models_config.clone())?,
     };
-    let engine = engine::Engine::new(Arc::clone(&store), models, None);
+    let engine = engine::Engine::new(Arc::clone(&store), models, None).await?;
     let recovered = engine.recover().await?;
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
@@ -135,6 +135,10 @@ pub async fn serve(
     // On stdout, one line that scripts and tests read to find the port.
     println!("rebyte listening on http://{addr}");
     tracing::info!(%addr, "rebyte listening");
+    // Without TCP_NODELAY small SSE frames can wait ~40 ms on delayed ACKs.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
     Ok(())
 }

@@ -26,6 +26,7 @@ pub enum Until {
 
 struct State {
     store: Arc<dyn Store>,
+    engine: engine::Engine,
     session_id: Uuid,
     rx: broadcast::Receiver<Arc<Event>>,
     /// The last sequence number sent (or to start after).
@@ -46,6 +47,11 @@ impl State {
                 return Some(event);
             }
             if self.catch_up {
+                // Published events reach the store through the journal.
+                if let Err(e) = self.engine.flush().await {
+                    tracing::warn!(error = %e, "event replay could not flush the journal");
+                    return None;
+                }
                 match self.store.events_after(self.session_id, self.last, REPLAY_BATCH).await {
                     Ok(events) if !events.is_empty() => {
                         self.backlog.extend(events.into_iter().map(Arc::new));
@@ -101,6 +107,7 @@ fn frame(event: &Event) -> SseEvent {
 /// only events from now on), ending as `until` says.
 pub fn events(
     store: Arc<dyn Store>,
+    engine: engine::Engine,
     session_id: Uuid,
     rx: broadcast::Receiver<Arc<Event>>,
     after: Option<i64>,
@@ -108,6 +115,7 @@ pub fn events(
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let state = State {
         store,
+        engine,
         session_id,
         rx,
         last: after.unwrap_or(0),

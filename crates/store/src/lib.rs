@@ -12,6 +12,7 @@
 
 mod error;
 pub mod sqlite;
+mod sqlite_batch;
 mod sqlite_turns;
 
 pub use error::{Error, Result};
@@ -46,6 +47,20 @@ pub struct ApiKeyRecord {
     pub scopes: Vec<Scope>,
     pub created_at: i64,
     pub revoked_at: Option<i64>,
+}
+
+/// One write of the engine's journal; a batch of them commits in one
+/// transaction, in order.
+#[derive(Debug, Clone)]
+pub enum Write {
+    /// Inserts or replaces a turn.
+    Turn { org_id: String, turn: Turn },
+    /// Inserts or replaces an item.
+    Item { org_id: String, session_id: Uuid, item: Item },
+    /// Writes a session's engine-owned state.
+    SessionState { org_id: String, session_id: Uuid, state: SessionState },
+    /// Appends events whose ids were already assigned (`evt_<sequence>`).
+    Event { session_id: Uuid, event: std::sync::Arc<Event> },
 }
 
 /// Filters of the session list.
@@ -122,6 +137,11 @@ pub trait Store: Send + Sync + 'static {
     /// turn, oldest first: the history a model sees in that turn (input queued
     /// for later turns is left out).
     async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
+
+    /// Applies writes in order, in one transaction.
+    async fn write_batch(&self, writes: &[Write]) -> Result<()>;
+    /// The largest event sequence number stored (0 when none).
+    async fn max_event_seq(&self) -> Result<i64>;
 
     /// Appends events in one transaction, assigning each its `event_id`
     /// (`evt_<sequence>`, increasing); returns them as stored.

@@ -427,6 +427,14 @@ impl Store for SqliteStore {
         self.history_impl(org_id, session_id, turn_id).await
     }
 
+    async fn write_batch(&self, writes: &[crate::Write]) -> Result<()> {
+        self.write_batch_impl(writes).await
+    }
+
+    async fn max_event_seq(&self) -> Result<i64> {
+        Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events").fetch_one(&self.pool).await?)
+    }
+
     async fn append_events(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
         self.append_events_impl(session_id, events).await
     }

@@ -111,6 +111,9 @@ impl ModelServer {
             let stop = async move {
                 let _ = down.wait_for(|down| *down).await;
             };
+            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
             let _ = axum::serve(listener, app).with_graceful_shutdown(stop).await;
         });
         Ok(Self { addr, shared })

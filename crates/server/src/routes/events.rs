@@ -146,5 +146,5 @@ pub async fn stream(
     let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
     let after = last_event_id(&headers)?;
     let rx = state.engine.bus().subscribe(session.id);
-    Ok(sse::events(state.store.clone(), session.id, rx, after, Until::Forever).into_response())
+    Ok(sse::events(state.store.clone(), state.engine.clone(), session.id, rx, after, Until::Forever).into_response())
 }

@@ -324,6 +324,7 @@ pub async fn create(
     if !background {
         settle(&mut rx, &turn_id.to_string()).await;
     }
+    state.engine.flush().await.map_err(events::engine_error)?;
     let turn = state
         .store
         .get_turn(&auth.org_id, turn_id)
@@ -334,6 +335,7 @@ pub async fn create(
 
 /// Loads the turn and session behind a `resp_` id.
 async fn load(state: &AppState, auth: &Auth, id: &str) -> ApiResult<(SessionRecord, Turn)> {
+    state.engine.flush().await.map_err(events::engine_error)?;
     let uuid = view::parse_response_id(id).ok_or_else(|| {
         ApiError::invalid("response_id", format!("'{id}' is not a response id: expected resp_<uuid>"))
     })?;

@@ -28,6 +28,8 @@ use uuid::Uuid;
 
 /// Loads a session of the caller's organization, or 404.
 pub async fn load(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<SessionRecord> {
+    // The engine writes session state behind; read what it has announced.
+    state.engine.flush().await.map_err(events::engine_error)?;
     state.store.get_session(&auth.org_id, id).await?.ok_or_else(|| ApiError::not_found("session", &id.to_string()))
 }
 
@@ -135,19 +137,15 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     record.review = req.review.unwrap_or_default();
     state.store.create_session(&auth.org_id, &record).await?;
     let rx = stream.then(|| state.engine.bus().subscribe(record.id));
-    state
-        .engine
-        .bus()
-        .publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }])
-        .await
-        .map_err(events::engine_error)?;
+    state.engine.bus().publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }]);
     let turn = match input {
         Some(messages) => Some(events::submit(&state, &auth, &record, messages).await?),
         None => None,
     };
     match (rx, turn) {
         (Some(rx), Some(turn)) => {
-            Ok(sse::events(state.store.clone(), record.id, rx, None, Until::TurnEnds(turn.id)).into_response())
+            Ok(sse::events(state.store.clone(), state.engine.clone(), record.id, rx, None, Until::TurnEnds(turn.id))
+                .into_response())
         }
         _ => Ok(axum::Json(load(&state, &auth, record.id).await?.resource()).into_response()),
     }
@@ -205,6 +203,7 @@ pub async fn list(
     auth.require(Scope::TasksRead)?;
     let q = ListQuery::parse(q.as_deref(), &["agent_id", "metadata["])?;
     let f = filter(q.rest)?;
+    state.engine.flush().await.map_err(events::engine_error)?;
     let page = state.store.list_sessions(&auth.org_id, &f, &q.page).await?;
     let data = page.items.iter().map(SessionRecord::resource).collect();
     Ok(axum::Json(List::new(data, page.has_more, |s: &Session| s.id.clone())))

@@ -62,7 +62,7 @@ impl TestServer {
         let state = server::start(&config).await.unwrap();
         let app = server::router(state, config.body_limit);
         let task = tokio::spawn(async move {
-            axum::serve(listener, app)
+            axum::serve(axum::serve::ListenerExt::tap_io(listener, |t| drop(t.set_nodelay(true))), app)
                 .with_graceful_shutdown(async {
                     let _ = stopped.await;
                 })

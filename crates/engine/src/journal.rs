@@ -1,0 +1,80 @@
+//! The journal: the engine's writes go through one ordered queue that a
+//! writer task commits in batches, one transaction per batch. A running turn
+//! never waits on the disk; whoever must read what was written — a caller
+//! that needs its submission durable, a handler about to read a turn, an
+//! event replay — awaits [`Journal::flush`], which returns once everything
+//! queued before it is committed.
+
+use std::sync::Arc;
+use store::{Store, Write};
+use tokio::sync::{mpsc, oneshot};
+
+/// Writes taken into one transaction at most.
+const BATCH: usize = 1024;
+
+enum Op {
+    Write(Box<Write>),
+    Flush(oneshot::Sender<Result<(), String>>),
+}
+
+/// The handle to the writer task.
+pub struct Journal {
+    tx: mpsc::UnboundedSender<Op>,
+}
+
+impl Journal {
+    /// Starts the writer task.
+    pub fn start(store: Arc<dyn Store>) -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(writer(store, rx));
+        Self { tx }
+    }
+
+    /// Queues a write.
+    pub fn write(&self, write: Write) {
+        if self.tx.send(Op::Write(Box::new(write))).is_err() {
+            tracing::error!("the journal writer has stopped; a write was lost");
+        }
+    }
+
+    /// Waits until every write queued before this call is committed.
+    pub async fn flush(&self) -> Result<(), String> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(Op::Flush(tx)).map_err(|_| "the journal writer has stopped".to_string())?;
+        rx.await.map_err(|_| "the journal writer has stopped".to_string())?
+    }
+}
+
+async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>) {
+    let mut writes = Vec::with_capacity(BATCH);
+    let mut waiters = Vec::new();
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(op) = next.take() {
+            match op {
+                Op::Write(w) => writes.push(*w),
+                Op::Flush(w) => waiters.push(w),
+            }
+            if writes.len() < BATCH {
+                next = rx.try_recv().ok();
+            }
+        }
+        let mut outcome = Ok(());
+        // A failed batch is retried a few times (a locked database clears);
+        // after that the error is reported to every waiter and logged.
+        for attempt in 0..3 {
+            outcome = store.write_batch(&writes).await.map_err(|e| e.to_string());
+            if outcome.is_ok() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+        }
+        if let Err(e) = &outcome {
+            tracing::error!(error = %e, writes = writes.len(), "journal batch failed");
+        }
+        writes.clear();
+        for w in waiters.drain(..) {
+            let _ = w.send(outcome.clone());
+        }
+    }
+}
