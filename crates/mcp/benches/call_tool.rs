@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 const WARMUP: usize = 50;
-const ROUNDS: usize = 400;
+const ROUNDS: usize = 500;
+const BLOCK: usize = 25;
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
     samples.sort();
@@ -49,48 +50,69 @@ async fn main() {
     let args = CallToolArgs::new("everything", "echo", json!({"message": "bench"}));
     let arguments = json!({"message": "bench"}).as_object().unwrap().clone();
 
-    let mut direct_samples = Vec::with_capacity(ROUNDS);
-    let mut toolset_samples = Vec::with_capacity(ROUNDS);
-    let mut bare_samples = Vec::with_capacity(ROUNDS);
-    let mut list_samples = Vec::with_capacity(ROUNDS);
-    for round in 0..WARMUP + ROUNDS {
-        // Interleaved, so both paths see the same machine load.
-        let started = Instant::now();
-        let result =
-            direct.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone())).await.unwrap();
-        let direct_time = started.elapsed();
-        assert!(!result.is_error.unwrap_or(false));
-
-        let started = Instant::now();
-        let record = toolset.call_tool(&args, &cancel).await;
-        let toolset_time = started.elapsed();
-        assert_eq!(record.status, McpCallStatus::Completed, "{record:?}");
-
-        let started = Instant::now();
-        broker.connection().call_tool("echo", arguments.clone(), &CallContext::default()).await.unwrap();
-        let bare_time = started.elapsed();
-
-        let started = Instant::now();
-        broker.connection().list_tools(&CallContext::default()).await.unwrap();
-        let list_time = started.elapsed();
-
-        if round >= WARMUP {
-            direct_samples.push(direct_time);
-            toolset_samples.push(toolset_time);
-            bare_samples.push(bare_time);
-            list_samples.push(list_time);
+    let mut direct_samples = Vec::new();
+    let mut toolset_samples = Vec::new();
+    let mut bare_samples = Vec::new();
+    let mut list_samples = Vec::new();
+    let mut pair_samples = Vec::new();
+    // Blocks of back-to-back calls per path, alternating, so every path sees a warm server
+    // process and the same machine load.
+    for block in 0..(WARMUP + ROUNDS) / BLOCK {
+        let keep = block * BLOCK >= WARMUP;
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            let result =
+                direct.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone())).await.unwrap();
+            assert!(!result.is_error.unwrap_or(false));
+            if keep {
+                direct_samples.push(started.elapsed());
+            }
+        }
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            let record = toolset.call_tool(&args, &cancel).await;
+            assert_eq!(record.status, McpCallStatus::Completed, "{record:?}");
+            if keep {
+                toolset_samples.push(started.elapsed());
+            }
+        }
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            broker.connection().call_tool("echo", arguments.clone(), &CallContext::default()).await.unwrap();
+            if keep {
+                bare_samples.push(started.elapsed());
+            }
+        }
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            broker.connection().list_tools(&CallContext::default()).await.unwrap();
+            if keep {
+                list_samples.push(started.elapsed());
+            }
+        }
+        for _ in 0..BLOCK {
+            let started = Instant::now();
+            broker.connection().list_tools(&CallContext::default()).await.unwrap();
+            broker.connection().call_tool("echo", arguments.clone(), &CallContext::default()).await.unwrap();
+            if keep {
+                pair_samples.push(started.elapsed());
+            }
         }
     }
     let (d50, d99, dmean) = stats(direct_samples);
     let (t50, t99, tmean) = stats(toolset_samples);
     let (b50, b99, bmean) = stats(bare_samples);
     let (l50, l99, lmean) = stats(list_samples);
-    println!("server-everything over stdio, echo, {ROUNDS} calls each (after {WARMUP} warm-up), interleaved");
+    let (p50, p99, pmean) = stats(pair_samples);
+    println!(
+        "server-everything over stdio, echo, {ROUNDS} calls per path (after {WARMUP} warm-up), in alternating blocks of {BLOCK}"
+    );
     println!("direct rmcp client tools/call:           p50 {d50:?}  p99 {d99:?}  mean {dmean:?}");
     println!("broker + Toolset::call_tool (full path): p50 {t50:?}  p99 {t99:?}  mean {tmean:?}");
     println!("broker Connection::call_tool (no checks): p50 {b50:?}  p99 {b99:?}  mean {bmean:?}");
     println!("broker tools/list alone:                 p50 {l50:?}  p99 {l99:?}  mean {lmean:?}");
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    println!("broker tools/list then tools/call, no checks: p50 {p50:?}  p99 {p99:?}  mean {pmean:?}");
     println!(
         "ratio full path / direct: p50 {:.2}x  mean {:.2}x;  transport only (no checks) / direct: p50 {:.2}x  mean {:.2}x",
         ratio(t50, d50),

@@ -134,6 +134,7 @@ fn measure(catalog: &Catalog, cases: &[(&str, SearchArgs)]) -> (Duration, Durati
 fn main() {
     let started = Instant::now();
     let catalog = catalog();
+    catalog.prepare_index();
     let built = started.elapsed();
     let queries: Vec<(&str, SearchArgs)> = [
         "warehouse stock level",

@@ -1,5 +1,5 @@
 //! A server's tool catalog ([`Catalog`]: every page of `tools/list`, with its search index built
-//! once) and the [`CatalogCache`]: 30 s per (organization, session, configuration, credentials).
+//! by its first search, once) and the [`CatalogCache`]: 30 s per (organization, session, configuration, credentials).
 //! A hit never extends an entry's expiry; an entry fetched before the connection's latest
 //! `notifications/tools/list_changed` is never served. Only tool metadata is kept: no
 //! credentials (the key holds SHA-256 fingerprints) and no tool results.
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// How long a cached catalog may be served.
@@ -56,14 +56,23 @@ impl From<rmcp::model::Tool> for ToolInfo {
 pub struct Catalog {
     server: String,
     tools: Vec<ToolInfo>,
-    pub(crate) index: CatalogIndex,
+    // Built by the first search, once: a catalog fetched by `call_tool` may never be searched.
+    index: OnceLock<CatalogIndex>,
 }
 
 impl Catalog {
-    /// Builds the catalog and its search index.
     pub fn new(server_label: impl Into<String>, tools: Vec<ToolInfo>) -> Self {
-        let index = CatalogIndex::build(&tools);
-        Catalog { server: server_label.into(), tools, index }
+        Catalog { server: server_label.into(), tools, index: OnceLock::new() }
+    }
+
+    /// The search index, built on first use.
+    pub(crate) fn index(&self) -> &CatalogIndex {
+        self.index.get_or_init(|| CatalogIndex::build(&self.tools))
+    }
+
+    /// Builds the search index now rather than in the first search.
+    pub fn prepare_index(&self) {
+        self.index();
     }
 
     pub fn server(&self) -> &str {

@@ -20,16 +20,16 @@ pub(crate) fn rank(catalogs: &[&Catalog], query: &str, limit: usize) -> Vec<Cand
             terms.push(token);
         }
     });
-    let documents: usize = catalogs.iter().map(|c| c.index.len()).sum();
+    let documents: usize = catalogs.iter().map(|c| c.index().len()).sum();
     if terms.is_empty() || documents == 0 {
         return Vec::new();
     }
-    let total_len: f64 = catalogs.iter().map(|c| c.index.total_len).sum();
+    let total_len: f64 = catalogs.iter().map(|c| c.index().total_len).sum();
     let average_len = (total_len / documents as f64).max(f64::EPSILON) as f32;
     let idf: Vec<f32> = terms
         .iter()
         .map(|term| {
-            let df: usize = catalogs.iter().map(|c| c.index.term(term).map_or(0, <[Posting]>::len)).sum();
+            let df: usize = catalogs.iter().map(|c| c.index().term(term).map_or(0, <[Posting]>::len)).sum();
             let n = documents as f32;
             let df = df as f32;
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
@@ -41,7 +41,7 @@ pub(crate) fn rank(catalogs: &[&Catalog], query: &str, limit: usize) -> Vec<Cand
     let mut scores: Vec<f32> = Vec::new();
     let mut touched: Vec<u32> = Vec::new();
     for (catalog_at, catalog) in catalogs.iter().enumerate() {
-        let index = &catalog.index;
+        let index = catalog.index();
         scores.clear();
         scores.resize(index.len(), 0.0);
         touched.clear();

@@ -60,7 +60,7 @@ pub(crate) fn rank(
     };
     let mut by_name: Vec<Candidate> = Vec::new();
     for (catalog_at, catalog) in catalogs.iter().enumerate() {
-        catalog.index.names.scan(
+        catalog.index().names.scan(
             &pattern.regex,
             pattern.whole_text_anchors,
             |tool| {
@@ -76,7 +76,7 @@ pub(crate) fn rank(
     let mut by_detail: Vec<Candidate> = Vec::new();
     let wanted = limit - by_name.len();
     for (catalog_at, catalog) in catalogs.iter().enumerate() {
-        catalog.index.details.scan(
+        catalog.index().details.scan(
             &pattern.regex,
             pattern.whole_text_anchors,
             |tool| {
