@@ -4,6 +4,7 @@ mod broker;
 mod call_tool;
 mod catalog;
 mod failures;
+mod flow;
 mod http;
 mod resources;
 mod search;
