@@ -33,24 +33,29 @@ impl Bus {
         Ok(Self { journal, seq: AtomicI64::new(last), channels: Mutex::default() })
     }
 
-    fn sender(&self, session_id: Uuid) -> broadcast::Sender<Arc<Event>> {
-        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-        channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0).clone()
-    }
-
     /// Queues `bodies` for the store, in order, and broadcasts them.
     pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         // Ids are taken and sent under one lock, so every subscriber receives
         // a session's events in increasing id order.
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-        let sender = channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0);
+        // A channel exists only while someone listens: sessions nobody
+        // watches cost nothing here.
+        let sender = match channels.get(&session_id) {
+            Some(s) if s.receiver_count() == 0 => {
+                channels.remove(&session_id);
+                None
+            }
+            other => other,
+        };
         let mut events = Vec::with_capacity(bodies.len());
         for body in bodies {
             let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
             let event = Arc::new(Event { event_id: store::event_id(seq), body });
             self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
-            // No receiver is fine: the event is in the journal.
-            let _ = sender.send(Arc::clone(&event));
+            if let Some(sender) = sender {
+                // A receiver that went away in between is fine: the event is in the journal.
+                let _ = sender.send(Arc::clone(&event));
+            }
             events.push(event);
         }
         events
@@ -63,7 +68,8 @@ impl Bus {
 
     /// Live events of a session from now on.
     pub fn subscribe(&self, session_id: Uuid) -> broadcast::Receiver<Arc<Event>> {
-        self.sender(session_id).subscribe()
+        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0).subscribe()
     }
 
     /// Forgets a deleted session's channel (its subscribers see the end).

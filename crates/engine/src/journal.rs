@@ -6,6 +6,7 @@
 //! queued before it is committed.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use store::{Store, Write};
 use tokio::sync::{mpsc, oneshot};
 
@@ -20,18 +21,24 @@ enum Op {
 /// The handle to the writer task.
 pub struct Journal {
     tx: mpsc::UnboundedSender<Op>,
+    /// Writes queued so far, and writes committed so far: a flush with
+    /// nothing outstanding returns without a round trip to the writer.
+    queued: Arc<AtomicU64>,
+    committed: Arc<AtomicU64>,
 }
 
 impl Journal {
     /// Starts the writer task.
     pub fn start(store: Arc<dyn Store>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(writer(store, rx));
-        Self { tx }
+        let committed = Arc::new(AtomicU64::new(0));
+        tokio::spawn(writer(store, rx, Arc::clone(&committed)));
+        Self { tx, queued: Arc::new(AtomicU64::new(0)), committed }
     }
 
     /// Queues a write.
     pub fn write(&self, write: Write) {
+        self.queued.fetch_add(1, Ordering::SeqCst);
         if self.tx.send(Op::Write(Box::new(write))).is_err() {
             tracing::error!("the journal writer has stopped; a write was lost");
         }
@@ -39,13 +46,16 @@ impl Journal {
 
     /// Waits until every write queued before this call is committed.
     pub async fn flush(&self) -> Result<(), String> {
+        if self.committed.load(Ordering::SeqCst) >= self.queued.load(Ordering::SeqCst) {
+            return Ok(());
+        }
         let (tx, rx) = oneshot::channel();
         self.tx.send(Op::Flush(tx)).map_err(|_| "the journal writer has stopped".to_string())?;
         rx.await.map_err(|_| "the journal writer has stopped".to_string())?
     }
 }
 
-async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>) {
+async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>, committed: Arc<AtomicU64>) {
     let mut writes = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -72,6 +82,7 @@ async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>) {
         if let Err(e) = &outcome {
             tracing::error!(error = %e, writes = writes.len(), "journal batch failed");
         }
+        committed.fetch_add(writes.len() as u64, Ordering::SeqCst);
         writes.clear();
         for w in waiters.drain(..) {
             let _ = w.send(outcome.clone());

@@ -164,6 +164,24 @@ pub struct Experimental {
     pub time_awareness: bool,
 }
 
+/// Experimental settings to merge by key: omitted settings keep their values.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentalPatch {
+    #[serde(default)]
+    pub time_awareness: Option<bool>,
+}
+
+impl ExperimentalPatch {
+    /// Merges these settings into `current`.
+    pub fn merge(self, current: &mut Option<Experimental>) {
+        let target = current.get_or_insert_with(Experimental::default);
+        if let Some(v) = self.time_awareness {
+            target.time_awareness = v;
+        }
+    }
+}
+
 /// Subagent configuration. Native multi-agent orchestration is unsupported,
 /// so only `enabled: false` is accepted.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
@@ -245,7 +263,7 @@ pub struct AgentUpdate {
     #[serde(default)]
     pub compaction: Patch<Compaction>,
     #[serde(default)]
-    pub experimental: Patch<Experimental>,
+    pub experimental: Option<ExperimentalPatch>,
     #[serde(default)]
     pub instructions: Patch<String>,
     #[serde(default)]
@@ -369,10 +387,8 @@ impl AgentUpdate {
     pub fn apply(self, record: &mut AgentRecord) {
         let c = &mut record.config;
         self.compaction.apply_opt(&mut c.compaction);
-        match self.experimental {
-            Patch::Absent => {}
-            Patch::Null => c.experimental = None,
-            Patch::Value(v) => c.experimental = Some(v),
+        if let Some(patch) = self.experimental {
+            patch.merge(&mut c.experimental);
         }
         self.instructions.apply_opt(&mut c.instructions);
         self.metadata.apply_or_default(&mut record.metadata);

@@ -13,6 +13,7 @@
 //!   (the standing stream and the inputs posted to it).
 //! - [`admin`]: organizations and API keys.
 //! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
+//! - [`vault`]: vaults and credentials (secrets only ever in requests).
 //!
 //! Nothing here performs I/O: this crate is serde and plain data.
 
@@ -26,9 +27,11 @@ pub mod item;
 pub mod list;
 pub mod response;
 pub mod session;
+mod tagged;
 pub mod tool;
 pub mod turn;
 pub mod validate;
+pub mod vault;
 
 /// String key-value pairs attached to a resource (≤ 16 pairs, keys ≤ 64, values ≤ 512 chars).
 pub type Metadata = std::collections::BTreeMap<String, String>;

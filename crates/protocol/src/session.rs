@@ -3,7 +3,8 @@
 
 use crate::Metadata;
 use crate::agent::{
-    AgentConfig, AgentText, AgentTextParam, Compaction, Experimental, MultiAgentConfig, Patch, Reasoning, ServiceTier,
+    AgentConfig, AgentText, AgentTextParam, Compaction, Experimental, ExperimentalPatch, MultiAgentConfig, Patch,
+    Reasoning, ServiceTier,
 };
 use crate::tool::{Tool, ToolParam};
 use serde::{Deserialize, Serialize};
@@ -31,7 +32,7 @@ pub struct SessionAgentParam {
     #[serde(default)]
     pub compaction: Patch<Compaction>,
     #[serde(default)]
-    pub experimental: Patch<Experimental>,
+    pub experimental: Option<ExperimentalPatch>,
     #[serde(default)]
     pub instructions: Patch<String>,
     #[serde(default)]
@@ -54,7 +55,9 @@ impl SessionAgentParam {
     /// Applies these overrides to a base configuration.
     pub fn apply(self, c: &mut AgentConfig) {
         self.compaction.apply_opt(&mut c.compaction);
-        self.experimental.apply_opt(&mut c.experimental);
+        if let Some(patch) = self.experimental {
+            patch.merge(&mut c.experimental);
+        }
         self.instructions.apply_opt(&mut c.instructions);
         if let Some(model) = self.model {
             c.model = model;

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// A tool as a request supplies it, and as the server keeps it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolParam {
     Function(FunctionTool),
@@ -54,7 +54,7 @@ pub struct McpToolParam {
 }
 
 /// The transport of an MCP server as a request configures it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum McpTransportParam {
     Http {
@@ -156,6 +156,66 @@ impl ToolParam {
         match self {
             ToolParam::Function(f) => &f.name,
             ToolParam::Mcp(m) => &m.server_label,
+        }
+    }
+}
+
+/// The two transports' fields, for the tagged deserializer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HttpFields {
+    server_url: String,
+    #[serde(default)]
+    authorization: Option<String>,
+    #[serde(default)]
+    headers: Option<BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StdioFields {
+    command: String,
+    cwd: String,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    env_vars: Option<Vec<String>>,
+}
+
+impl<'de> Deserialize<'de> for ToolParam {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, rest) = crate::tagged::split::<D>(d, &["function", "mcp"])?;
+        match kind.as_str() {
+            "function" => crate::tagged::variant::<FunctionTool, D>(rest).map(ToolParam::Function),
+            _ => crate::tagged::variant::<McpToolParam, D>(rest).map(ToolParam::Mcp),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for McpTransportParam {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, rest) = crate::tagged::split::<D>(d, &["http", "stdio"])?;
+        match kind.as_str() {
+            "http" => {
+                let f: HttpFields = crate::tagged::variant::<HttpFields, D>(rest)?;
+                Ok(McpTransportParam::Http {
+                    server_url: f.server_url,
+                    authorization: f.authorization,
+                    headers: f.headers,
+                })
+            }
+            _ => {
+                let f: StdioFields = crate::tagged::variant::<StdioFields, D>(rest)?;
+                Ok(McpTransportParam::Stdio {
+                    command: f.command,
+                    cwd: f.cwd,
+                    args: f.args,
+                    env: f.env,
+                    env_vars: f.env_vars,
+                })
+            }
         }
     }
 }

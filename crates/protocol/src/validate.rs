@@ -98,7 +98,9 @@ pub fn agent_config(prefix: &str, c: &AgentConfig, owner: Owner) -> Result {
     let p = |field: &str| {
         if prefix.is_empty() { field.to_string() } else { format!("{prefix}.{field}") }
     };
-    text(&p("model"), &c.model, 1, 256)?;
+    // A conversation created without an agent has no model until a response names one.
+    let min_model = if owner == Owner::Session { 0 } else { 1 };
+    text(&p("model"), &c.model, min_model, 256)?;
     if let Some(instructions) = &c.instructions {
         text(&p("instructions"), instructions, 0, 256 * 1024)?;
     }

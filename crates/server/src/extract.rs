@@ -25,7 +25,16 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             }
             other => ApiError::Invalid { param: None, code: "invalid_body", message: other.body_text() },
         })?;
-        parse_json(if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes }).map(Json)
+        let body: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
+        // serde would read a JSON array into a struct by position; a request body is an object.
+        if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
+            return Err(ApiError::Invalid {
+                param: None,
+                code: "invalid_body",
+                message: "The request body must be a JSON object.".into(),
+            });
+        }
+        parse_json(body).map(Json)
     }
 }
 
@@ -35,7 +44,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        let param = field_of(&path, &inner.to_string());
+        let (path, detail) = nested_path(&path, &inner.to_string());
+        let param = field_of(&path, &detail);
         if inner.is_syntax() || inner.is_eof() {
             ApiError::Invalid {
                 param: None,
@@ -44,8 +54,8 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
             }
         } else {
             let message = match &param {
-                Some(p) => format!("Invalid value for '{p}': {inner}"),
-                None => format!("Invalid request body: {inner}"),
+                Some(p) => format!("Invalid value for '{p}': {detail}"),
+                None => format!("Invalid request body: {detail}"),
             };
             ApiError::Invalid { param, code: "invalid_value", message }
         }
@@ -56,6 +66,23 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         message: format!("The body is not valid JSON: {e}"),
     })?;
     Ok(value)
+}
+
+/// Extends `path` with the "at `field`: " prefixes of tagged-enum errors;
+/// returns the full path and the message without the prefixes.
+fn nested_path(path: &str, message: &str) -> (String, String) {
+    let mut path = if path == "." { String::new() } else { path.to_string() };
+    let mut rest = message;
+    while let Some(after) = rest.strip_prefix("at `") {
+        let Some((field, tail)) = after.split_once("`: ") else { break };
+        if !path.is_empty() && !field.starts_with('[') {
+            path.push('.');
+        }
+        path.push_str(field);
+        rest = tail;
+    }
+    let path = if path.is_empty() { ".".to_string() } else { path };
+    (path, rest.to_string())
 }
 
 /// The request field an error is about: the path serde reached, extended by

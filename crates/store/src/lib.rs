@@ -14,6 +14,7 @@ mod error;
 pub mod sqlite;
 mod sqlite_batch;
 mod sqlite_turns;
+mod sqlite_vaults;
 
 pub use error::{Error, Result};
 pub use sqlite::SqliteStore;
@@ -153,6 +154,52 @@ pub trait Store: Send + Sync + 'static {
     async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool>;
     /// Forgets a claimed key (its submission failed, so it never happened).
     async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()>;
+
+    // ---- Vaults and credentials (SQLite: sqlite_vaults.rs). Credentials hold
+    // only sealed (encrypted) secrets; `metadata` lists are exact matches. ----
+
+    async fn create_vault(&self, org_id: &str, vault: &protocol::vault::Vault) -> Result<()>;
+    async fn get_vault(&self, org_id: &str, id: &str) -> Result<Option<protocol::vault::Vault>>;
+    /// Replaces a vault's document; false when it no longer exists.
+    async fn put_vault(&self, org_id: &str, vault: &protocol::vault::Vault) -> Result<bool>;
+    async fn list_vaults(
+        &self,
+        org_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<protocol::vault::Vault>>;
+    /// Deletes a vault with its credentials.
+    async fn delete_vault(&self, org_id: &str, id: &str) -> Result<bool>;
+    /// Which of `ids` are vaults of this organization.
+    async fn existing_vaults(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>>;
+    async fn create_credential(&self, org_id: &str, record: &protocol::vault::CredentialRecord) -> Result<()>;
+    async fn get_credential(
+        &self,
+        org_id: &str,
+        vault_id: &str,
+        id: &str,
+    ) -> Result<Option<protocol::vault::CredentialRecord>>;
+    /// Stores `record` if the stored version is still `record.version - 1`;
+    /// false when another writer won the race or the credential is gone.
+    async fn update_credential(&self, org_id: &str, record: &protocol::vault::CredentialRecord) -> Result<bool>;
+    async fn list_credentials(
+        &self,
+        org_id: &str,
+        vault_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<protocol::vault::Credential>>;
+    async fn delete_credential(&self, org_id: &str, vault_id: &str, id: &str) -> Result<bool>;
+    /// Every credential of the given vaults of this organization, oldest first.
+    async fn vault_credentials(
+        &self,
+        org_id: &str,
+        vault_ids: &[String],
+    ) -> Result<Vec<protocol::vault::CredentialRecord>>;
+    /// The stored master key check value, if any.
+    async fn master_key_check(&self) -> Result<Option<Vec<u8>>>;
+    /// Stores `sealed` as the key check value unless one exists; returns the one kept.
+    async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>>;
 }
 
 /// The sequence number inside an `evt_<sequence>` id.

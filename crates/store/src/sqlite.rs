@@ -456,4 +456,82 @@ impl Store for SqliteStore {
             .await?;
         Ok(())
     }
+
+    // ---- Vaults and credentials: sqlite_vaults.rs ----
+
+    async fn create_vault(&self, org_id: &str, vault: &protocol::vault::Vault) -> Result<()> {
+        self.create_vault_impl(org_id, vault).await
+    }
+
+    async fn get_vault(&self, org_id: &str, id: &str) -> Result<Option<protocol::vault::Vault>> {
+        self.get_vault_impl(org_id, id).await
+    }
+
+    async fn put_vault(&self, org_id: &str, vault: &protocol::vault::Vault) -> Result<bool> {
+        self.put_vault_impl(org_id, vault).await
+    }
+
+    async fn list_vaults(
+        &self,
+        org_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<protocol::vault::Vault>> {
+        self.list_vaults_impl(org_id, metadata, page).await
+    }
+
+    async fn delete_vault(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_vault_impl(org_id, id).await
+    }
+
+    async fn existing_vaults(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        self.existing_vaults_impl(org_id, ids).await
+    }
+
+    async fn create_credential(&self, org_id: &str, record: &protocol::vault::CredentialRecord) -> Result<()> {
+        self.create_credential_impl(org_id, record).await
+    }
+
+    async fn get_credential(
+        &self,
+        org_id: &str,
+        vault_id: &str,
+        id: &str,
+    ) -> Result<Option<protocol::vault::CredentialRecord>> {
+        self.get_credential_impl(org_id, vault_id, id).await
+    }
+
+    async fn update_credential(&self, org_id: &str, record: &protocol::vault::CredentialRecord) -> Result<bool> {
+        self.update_credential_impl(org_id, record).await
+    }
+
+    async fn list_credentials(
+        &self,
+        org_id: &str,
+        vault_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<protocol::vault::Credential>> {
+        self.list_credentials_impl(org_id, vault_id, metadata, page).await
+    }
+
+    async fn delete_credential(&self, org_id: &str, vault_id: &str, id: &str) -> Result<bool> {
+        self.delete_credential_impl(org_id, vault_id, id).await
+    }
+
+    async fn vault_credentials(
+        &self,
+        org_id: &str,
+        vault_ids: &[String],
+    ) -> Result<Vec<protocol::vault::CredentialRecord>> {
+        self.vault_credentials_impl(org_id, vault_ids).await
+    }
+
+    async fn master_key_check(&self) -> Result<Option<Vec<u8>>> {
+        self.master_key_check_impl().await
+    }
+
+    async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>> {
+        self.init_master_key_check_impl(sealed).await
+    }
 }

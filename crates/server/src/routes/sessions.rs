@@ -113,12 +113,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     validate::metadata("metadata", &metadata)?;
     let mut agent = match &req.agent_id {
         Some(id) => {
-            let saved = agents::load(&state, &auth, id).await.map_err(|e| match e {
-                ApiError::NotFound(m) => {
-                    ApiError::Invalid { param: Some("agent_id".into()), code: "not_found", message: m }
-                }
-                other => other,
-            })?;
+            let saved = agents::load(&state, &auth, id).await?;
             SessionAgent { id: saved.id, version: Some(saved.version), name: saved.name, config: saved.config }
         }
         None => {

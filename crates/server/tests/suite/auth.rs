@@ -78,8 +78,7 @@ async fn another_organizations_ids_answer_404_on_every_endpoint() {
             Some(json!({"agent_id": agent_id, "environment": {"type": "none"}})),
         )
         .await;
-    assert_eq!(got.0, StatusCode::BAD_REQUEST, "a foreign agent_id is not found: {}", got.1);
-    assert_eq!(got.1["error"]["code"], "not_found");
+    assert_error(&got, StatusCode::NOT_FOUND, "not_found_error", None);
     let (_, list) = s.call_as(o, Method::GET, "/v1/agents/sessions", None).await;
     assert_eq!(list["data"], json!([]), "lists show only the caller's organization");
     let (_, list) = s.call_as(o, Method::GET, "/v1/agents", None).await;

@@ -17,6 +17,14 @@ async fn malformed_json_and_wrong_types_name_the_field() {
     assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("model"));
     let got = s.post("/v1/agents", json!({"model": "m", "metadata": {"k": 1}})).await;
     assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("metadata.k"));
+    let got = s.post_raw("/v1/agents", r#"["m"]"#).await;
+    assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", None);
+    let tool = json!({"type": "function", "name": "f", "description": 5, "parameters": {}});
+    let got = s.post("/v1/agents", json!({"model": "m", "tools": [tool]})).await;
+    assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("tools[0].description"));
+    let mcp = json!({"type": "mcp", "server_label": "x", "transport": {"type": "http", "server_url": 7}});
+    let got = s.post("/v1/agents", json!({"model": "m", "tools": [mcp]})).await;
+    assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("tools[0].transport.server_url"));
     let got = s.post("/v1/agents", json!({"model": "m", "unknown_field": true})).await;
     assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", None);
     assert!(got.1["error"]["message"].as_str().unwrap().contains("unknown_field"));

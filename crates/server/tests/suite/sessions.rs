@@ -76,7 +76,7 @@ async fn a_session_needs_a_model_or_an_agent_id() {
             json!({"agent_id": "agent_00000000000000000000000000000000", "environment": {"type": "none"}}),
         )
         .await;
-    assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("agent_id"));
+    assert_error(&got, StatusCode::NOT_FOUND, "not_found_error", None);
     let got = s.post("/v1/agents/sessions", json!({"agent": {"model": "m"}})).await;
     assert_error(&got, StatusCode::BAD_REQUEST, "invalid_request_error", Some("environment"));
     assert_eq!(s.get("/v1/agents/sessions").await.1["data"], json!([]), "nothing written on a rejected request");
