@@ -40,6 +40,19 @@ struct MountAttr {
 pub(crate) struct Spawned {
     pub pid: i32,
     pub pidfd: OwnedFd,
+    /// Read end of a close-on-exec pipe: EOF once the exec succeeded, or
+    /// the exec's errno if it failed. Checked only when the agent does not
+    /// answer, so nobody waits for the exec itself.
+    pub exec_status: OwnedFd,
+}
+
+/// Why the exec failed, from [`Spawned::exec_status`], once the child exited.
+pub(crate) fn exec_error(exec_status: &OwnedFd) -> Option<io::Error> {
+    let mut errno = [0u8; 4];
+    match read_full(exec_status, &mut errno) {
+        Ok(4) => Some(io::Error::from_raw_os_error(i32::from_ne_bytes(errno))),
+        _ => None,
+    }
 }
 
 fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
@@ -48,8 +61,8 @@ fn check(ret: libc::c_long) -> io::Result<libc::c_long> {
 
 /// Starts `program` as a direct child in new namespaces (`clone_flags`, e.g.
 /// `CLONE_NEWUSER | CLONE_NEWPID | …`), with `ctl` as its fd 3. The child
-/// waits until `prepare(pid)` (uid maps, cgroups) has run in the parent, then
-/// execs. Exec failures come back as errors.
+/// waits until `prepare(pid)` (uid maps, cgroups) has run in the parent,
+/// then execs; this returns without waiting for the exec.
 ///
 /// The child is a copy of this (possibly multi-threaded) process, so between
 /// clone and exec it only makes async-signal-safe system calls on data built
@@ -95,21 +108,17 @@ pub(crate) fn spawn_namespaced(
     let pidfd = unsafe { OwnedFd::from_raw_fd(pidfd) };
     drop(sync_r);
     drop(err_w);
-    let spawned = Spawned { pid, pidfd };
+    let spawned = Spawned { pid, pidfd, exec_status: err_r };
     if let Err(e) = prepare(pid) {
         reap_after_failure(&spawned);
         return Err(e);
     }
     let one = [1u8];
-    nix::unistd::write(&sync_w, &one)?;
-    drop(sync_w);
-    let mut errno = [0u8; 4];
-    let n = read_full(&err_r, &mut errno)?;
-    if n == 0 {
-        return Ok(spawned);
+    if let Err(e) = nix::unistd::write(&sync_w, &one) {
+        reap_after_failure(&spawned);
+        return Err(e.into());
     }
-    reap_after_failure(&spawned);
-    Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
+    Ok(spawned)
 }
 
 fn reap_after_failure(child: &Spawned) {

@@ -162,7 +162,10 @@ pub(super) async fn launch(config: &LocalConfig, cgroups: &CgroupSupport, spec: 
         }
         Err(e) => {
             process.kill_and_wait().await;
-            Err(e)
+            match process.exec_error() {
+                Some(exec) => Err(Error::Create(format!("exec {}: {exec}", config.agent_program.display()))),
+                None => Err(e),
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::watch;
 /// The agent process of one sandbox, from the host's side.
 pub(crate) struct AgentProcess {
     pid: i32,
+    exec_status: OwnedFd,
     pidfd: Arc<OwnedFd>,
     cgroup: Option<Arc<SandboxCgroup>>,
     /// Becomes true once the agent was reaped and its cgroups removed.
@@ -46,7 +47,12 @@ impl AgentProcess {
             .await;
             let _ = tx.send(true);
         });
-        AgentProcess { pid: spawned.pid, pidfd, cgroup, exited }
+        AgentProcess { pid: spawned.pid, exec_status: spawned.exec_status, pidfd, cgroup, exited }
+    }
+
+    /// Why the agent's exec failed, if it did (once it has exited).
+    pub fn exec_error(&self) -> Option<std::io::Error> {
+        crate::sys::exec_error(&self.exec_status)
     }
 
     pub fn has_exited(&self) -> bool {

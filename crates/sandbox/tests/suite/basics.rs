@@ -102,3 +102,11 @@ async fn a_destroyed_sandbox_refuses_work_and_its_agent_is_gone() {
     // The environment's files stay on the host.
     assert!(sb.host_path("").is_dir());
 }
+
+#[tokio::test]
+async fn a_missing_agent_executable_fails_creation_with_the_exec_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend = sandbox::LocalBackend::new(sandbox::LocalConfig::with_agent("/nonexistent/agent", vec![]));
+    let err = backend.create_local(SandboxSpec::new(unique_id("noagent"), dir.path())).await.err().unwrap();
+    assert!(matches!(err, Error::Create(ref m) if m.contains("No such file")), "{err}");
+}
