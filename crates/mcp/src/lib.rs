@@ -11,6 +11,9 @@
 //!   [`CatalogCache`] (30 s, keyed by organization, session, configuration and credentials).
 //! - [`search`]: `search_tools` over one or more catalogs: BM25 for `query`, linear-time regex for
 //!   `pattern`.
+//! - [`hub`]: what the engine holds for the whole server: it connects a session's servers for a
+//!   turn (service-origin HTTP per session, environment-origin through brokers) and closes them
+//!   when sessions or sandboxes go.
 //! - [`toolset`]: what the turn engine calls: `search_tools`, `call_tool` and the resource helpers
 //!   over a session's configured servers.
 //! - [`validate`]: arguments against a tool's `inputSchema`.
@@ -25,6 +28,7 @@ pub mod clock;
 pub mod config;
 pub mod connection;
 pub mod error;
+pub mod hub;
 pub mod output;
 pub mod search;
 pub mod secret;
@@ -37,6 +41,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigHash, CredentialHash, HttpConfig, ServerConfig, StdioConfig, TransportConfig};
 pub use connection::{CallContext, Connection, Termination, Timeouts};
 pub use error::{McpError, Result, Step};
+pub use hub::{Connected, Hub, Origin, ServerFailure, ServerSpec, StdioLauncher, StdioStreams};
 pub use output::{CallOutput, McpCall, McpCallStatus};
 pub use search::{CheckedSearch, SearchArgs, SearchHit, SearchLimits, search};
 pub use secret::Secret;

@@ -47,6 +47,12 @@ enum Command {
         /// rebyte.toml: maps model names to providers (OPENAI_* / ANTHROPIC_* variables otherwise).
         #[arg(long, env = "REBYTE_CONFIG")]
         config: Option<PathBuf>,
+        /// The master key file that encrypts vault secrets at rest; defaults to
+        /// <data-dir>/master.key, created with mode 0600 on first start. The
+        /// REBYTE_MASTER_KEY variable (64 hex digits, or base64 of 32 bytes, e.g.
+        /// `openssl rand -base64 32`) takes precedence over any file.
+        #[arg(long, env = "REBYTE_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
     },
     /// Manage organization API keys.
     Keys {
@@ -91,7 +97,7 @@ async fn main() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve { listen, storage, body_limit, config: models_config } => {
+        Command::Serve { listen, storage, body_limit, config: models_config, master_key_file } => {
             let mut config = storage.config();
             config.body_limit = body_limit;
             config.models_config = models_config.or_else(|| {
@@ -99,6 +105,10 @@ async fn main() -> Result<()> {
                 default.exists().then_some(default)
             });
             config.bootstrap_key = std::env::var("REBYTE_BOOTSTRAP_KEY").ok().filter(|k| !k.is_empty());
+            // From the environment only: a key on the command line would show in `ps`.
+            config.master_key =
+                std::env::var("REBYTE_MASTER_KEY").ok().filter(|k| !k.trim().is_empty()).map(secrets::Secret::from);
+            config.master_key_file = master_key_file;
             let listener =
                 tokio::net::TcpListener::bind(&listen).await.with_context(|| format!("cannot listen on {listen}"))?;
             server::serve(config, listener, shutdown_signal()).await?;

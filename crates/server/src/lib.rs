@@ -9,12 +9,15 @@
 //! - [`error`]: `ApiError`, the one error type that becomes a response.
 //! - [`keys`]: minting and hashing `rbk_` keys; organization/key operations.
 //! - [`bootstrap`]: the first-start organization and key.
+//! - [`credentials`]: the master key, and vault credentials at run time (MCP
+//!   credential choice, OAuth refresh, environment credentials).
 //! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
 //!
 //! Data flows one way: handlers → store. Handlers never see SQL.
 
 pub mod auth;
 pub mod bootstrap;
+pub mod credentials;
 pub mod error;
 pub mod extract;
 pub mod keys;
@@ -50,6 +53,11 @@ pub struct Config {
     pub models_config: Option<PathBuf>,
     /// The same as TOML text, instead of a file (embedders and tests).
     pub models_toml: Option<String>,
+    /// The master key (`REBYTE_MASTER_KEY`: 64 hex digits or base64 of 32
+    /// bytes); when absent, the key file is used (and created on first start).
+    pub master_key: Option<secrets::Secret>,
+    /// The master key file; defaults to `<data_dir>/master.key`.
+    pub master_key_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -61,6 +69,8 @@ impl Config {
             bootstrap_key: None,
             models_config: None,
             models_toml: None,
+            master_key: None,
+            master_key_file: None,
         }
     }
 }
@@ -74,6 +84,8 @@ pub enum StartError {
     Store(#[from] store::Error),
     #[error("database URL '{0}' is not supported: use sqlite://PATH")]
     DatabaseUrl(String),
+    #[error("master key: {0}")]
+    MasterKey(#[from] secrets::Error),
     #[error("bootstrap failed: {0}")]
     Bootstrap(String),
     #[error("server error: {0}")]
@@ -106,11 +118,14 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     routes::router(state, body_limit)
 }
 
-/// Opens the store, bootstraps it, loads the model registry, fails the turns a
-/// previous process left running, and builds the application state.
+/// Opens the store, bootstraps it, checks the master key, loads the model
+/// registry, fails the turns a previous process left running, and builds the
+/// application state.
 pub async fn start(config: &Config) -> Result<AppState, StartError> {
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
+    let cipher = credentials::open_cipher(store.as_ref(), config).await?;
+    let credentials = credentials::Credentials::new(Arc::clone(&store), cipher);
     let models = match &config.models_toml {
         Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
         None => models::Registry::load(config.models_config.clone())?,
@@ -120,7 +135,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    Ok(AppState::new(store, engine))
+    Ok(AppState::new(store, engine, credentials))
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.

@@ -1,6 +1,7 @@
 //! `AppState`: what every handler shares. Cheap to clone (all `Arc`).
 
 use crate::auth::KeyCache;
+use crate::credentials::Credentials;
 use crate::metrics::Metrics;
 use engine::Engine;
 use std::sync::Arc;
@@ -12,10 +13,12 @@ pub struct AppState {
     pub engine: Engine,
     pub keys: Arc<KeyCache>,
     pub metrics: Arc<Metrics>,
+    /// Vault credentials: sealing, choice, OAuth refresh.
+    pub credentials: Credentials,
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, engine: Engine) -> Self {
-        Self { store, engine, keys: Arc::default(), metrics: Arc::default() }
+    pub fn new(store: Arc<dyn Store>, engine: Engine, credentials: Credentials) -> Self {
+        Self { store, engine, keys: Arc::default(), metrics: Arc::default(), credentials }
     }
 }

@@ -6,6 +6,7 @@ mod catalog;
 mod failures;
 mod flow;
 mod http;
+mod hub;
 mod resources;
 mod search;
 mod stdio;

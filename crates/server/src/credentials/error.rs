@@ -71,9 +71,7 @@ impl From<CredentialError> for ApiError {
             e @ (CredentialError::VaultNotFound { .. }
             | CredentialError::BindingNotFound { .. }
             | CredentialError::NotAttached { .. }
-            | CredentialError::Gone { .. }) => {
-                ApiError::Invalid { param, code: "not_found", message: e.to_string() }
-            }
+            | CredentialError::Gone { .. }) => ApiError::Invalid { param, code: "not_found", message: e.to_string() },
             e => ApiError::Invalid { param, code: "invalid_value", message: e.to_string() },
         }
     }

@@ -130,13 +130,14 @@ impl Credentials {
         let mut out: Vec<(String, Secret)> = Vec::with_capacity(bindings.len());
         for (i, b) in bindings.iter().enumerate() {
             let param = format!("vault_credentials[{i}]");
-            let record = self.store().get_credential(org_id, &b.vault_id, &b.credential_id).await?.ok_or_else(|| {
-                CredentialError::BindingNotFound {
-                    param: param.clone(),
-                    vault_id: b.vault_id.clone(),
-                    credential_id: b.credential_id.clone(),
-                }
-            })?;
+            let record =
+                self.store().get_credential(org_id, &b.vault_id, &b.credential_id).await?.ok_or_else(|| {
+                    CredentialError::BindingNotFound {
+                        param: param.clone(),
+                        vault_id: b.vault_id.clone(),
+                        credential_id: b.credential_id.clone(),
+                    }
+                })?;
             let CredentialAuth::EnvironmentVariable { secret_name, .. } = &record.credential.auth else {
                 return Err(CredentialError::WrongKind {
                     credential_id: b.credential_id.clone(),

@@ -9,6 +9,7 @@ pub mod ops;
 pub mod responses;
 pub mod sessions;
 pub mod turns;
+pub mod vaults;
 
 use crate::error::ApiError;
 use crate::metrics;
@@ -46,7 +47,14 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/admin/organizations", post(admin::create_organization))
         .route("/admin/keys", post(admin::create_key).get(admin::list_keys))
         .route("/admin/keys/{key_id}", axum::routing::delete(admin::revoke_key))
-        .route("/openapi.json", get(ops::openapi));
+        .route("/openapi.json", get(ops::openapi))
+        .route("/vaults", post(vaults::create).get(vaults::list))
+        .route("/vaults/{vault_id}", get(vaults::retrieve).post(vaults::update).delete(vaults::delete))
+        .route("/vaults/{vault_id}/credentials", post(vaults::create_credential).get(vaults::list_credentials))
+        .route(
+            "/vaults/{vault_id}/credentials/{credential_id}",
+            get(vaults::retrieve_credential).post(vaults::update_credential).delete(vaults::delete_credential),
+        );
     Router::new()
         .nest("/v1", v1)
         .route("/healthz", get(ops::healthz))

@@ -106,8 +106,10 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     if stream && input.is_none() {
         return Err(ApiError::invalid("input", "input is required when stream is true"));
     }
-    if req.vault_ids.as_ref().is_some_and(|v| !v.is_empty()) {
-        return Err(ApiError::unsupported("vault_ids", "vaults are not supported yet"));
+    // Each attached vault must be this organization's (404 naming `vault_ids[i]`).
+    let vault_ids = req.vault_ids.clone().unwrap_or_default();
+    if let Err(e) = state.credentials.check_vault_ids(&auth.org_id, &vault_ids).await {
+        return Ok(e.into_response());
     }
     let metadata = req.metadata.unwrap_or_default();
     validate::metadata("metadata", &metadata)?;
@@ -130,6 +132,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     let mut record = new_record(agent, metadata);
     record.prompt_cache_options = req.prompt_cache_options;
     record.review = req.review.unwrap_or_default();
+    record.vault_ids = vault_ids;
     state.store.create_session(&auth.org_id, &record).await?;
     let rx = stream.then(|| state.engine.bus().subscribe(record.id));
     state.engine.bus().publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }]);

@@ -9,3 +9,4 @@ mod responses;
 mod sessions;
 mod turn_failures;
 mod turns;
+mod vaults;

@@ -1,0 +1,226 @@
+//! Secrets at rest and in what the server emits: ciphertext only in the
+//! database, a master key that must match, and planted secrets that appear in
+//! no answer, event, error or log line.
+
+use super::{OauthServer, credential, in_seconds, resolver, vault};
+use crate::support::TestServer;
+use reqwest::StatusCode;
+use serde_json::json;
+use server::Config;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::sync::{Arc, Mutex};
+
+/// Distinct, greppable secrets.
+fn planted(tag: &str) -> String {
+    format!("PLANTED{tag}{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Every byte of every file in `dir` (the database, its WAL, the key file …).
+fn files_of(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_file())
+        .map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn the_database_holds_only_ciphertext() {
+    let s = TestServer::start().await;
+    let v = vault(&s).await;
+    let secrets = [planted("tok"), planted("access"), planted("refresh"), planted("client"), planted("env")];
+    credential(
+        &s,
+        &v,
+        json!({"type": "static_bearer", "token": secrets[0], "mcp_server_url": "https://m.example.com"}),
+    )
+    .await;
+    credential(
+        &s,
+        &v,
+        json!({"type": "mcp_oauth", "access_token": secrets[1], "mcp_server_url": "https://o.example.com",
+        "refresh": {"client_id": "c", "refresh_token": secrets[2], "token_endpoint": "https://a.example.com/token",
+            "token_endpoint_auth": {"type": "client_secret_basic", "client_secret": secrets[3]}}}),
+    )
+    .await;
+    credential(
+        &s,
+        &v,
+        json!({"type": "environment_variable", "secret_name": "K", "secret_value": secrets[4],
+        "networking": {"type": "unrestricted"}}),
+    )
+    .await;
+    let dir = s.stop().await;
+    let files = files_of(dir.path());
+    assert!(files.iter().any(|(name, _)| name == "rebyte.db"));
+    for (name, bytes) in &files {
+        for secret in &secrets {
+            assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{secret} in plaintext in {name}");
+        }
+    }
+    let mode = std::fs::metadata(dir.path().join("master.key")).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the key file is created with mode 0600");
+}
+
+#[tokio::test]
+async fn a_wrong_or_missing_master_key_stops_the_start() {
+    let s = TestServer::start().await;
+    let v = vault(&s).await;
+    credential(&s, &v, json!({"type": "static_bearer", "token": "t", "mcp_server_url": "https://m.example.com"})).await;
+    let key = s.key.clone();
+    let dir = s.stop().await;
+    let config = |master: Option<&str>| {
+        let mut c = Config::new(dir.path());
+        c.bootstrap_key = Some(key.clone());
+        c.master_key = master.map(secrets::Secret::from);
+        c
+    };
+
+    let other = secrets::MasterKey::generate().to_base64();
+    let wrong = server::start(&config(Some(other.expose()))).await.err().expect("a wrong key must not start");
+    assert!(wrong.to_string().contains("does not match"), "{wrong}");
+    let garbled = server::start(&config(Some("not-a-key"))).await.err().expect("a garbled key must not start");
+    assert!(garbled.to_string().contains("REBYTE_MASTER_KEY"), "{garbled}");
+
+    let file = dir.path().join("master.key");
+    let original = std::fs::read_to_string(&file).unwrap();
+    std::fs::remove_file(&file).unwrap();
+    let missing = server::start(&config(None)).await.err().expect("a missing key file must not start");
+    assert!(missing.to_string().contains("missing"), "{missing}");
+    assert!(!file.exists(), "no new key is made for data sealed under another");
+
+    // The original key, given through the environment, opens the data again.
+    let state = server::start(&config(Some(original.trim()))).await.ok().expect("the right key starts");
+    let got = state
+        .credentials
+        .resolve_mcp(&state_org(&state, &key).await, &[v.clone()], "https://m.example.com", None)
+        .await;
+    assert_eq!(got.unwrap().unwrap().token.expose(), "t");
+}
+
+/// The organization of `key` (the bootstrap key: organization `default`).
+async fn state_org(state: &server::AppState, _key: &str) -> String {
+    state.store.find_organization("default").await.unwrap().unwrap().id
+}
+
+/// Log lines written while a guard is held (this thread's tasks only).
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+// A current-thread runtime: the server's tasks run on this thread, under the
+// capturing subscriber.
+#[tokio::test(flavor = "current_thread")]
+async fn planted_secrets_appear_in_no_answer_event_error_or_log() {
+    let logs = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(logs.clone())
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let oauth = OauthServer::start().await;
+    let s = TestServer::start().await;
+    let mut seen = String::new();
+    let mut record = |got: &(StatusCode, serde_json::Value)| seen.push_str(&format!("{}\n", got.1));
+
+    let (bearer, access, refresh, client, env) =
+        (planted("bearer"), planted("access"), planted("refresh"), planted("client"), planted("env"));
+    oauth.accept(&refresh);
+    let v = vault(&s).await;
+    let base = format!("/v1/vaults/{v}/credentials");
+    let created = [
+        s.post(&base, json!({"name": "b", "auth": {"type": "static_bearer", "token": bearer, "mcp_server_url": "https://b.example.com"}})).await,
+        s.post(&base, json!({"name": "o", "auth": {"type": "mcp_oauth", "access_token": access, "mcp_server_url": "https://o.example.com",
+            "expires_at": in_seconds(5), "refresh": {"client_id": "c", "refresh_token": refresh, "token_endpoint": oauth.url(),
+            "token_endpoint_auth": {"type": "client_secret_post", "client_secret": client}}}})).await,
+        s.post(&base, json!({"name": "e", "auth": {"type": "environment_variable", "secret_name": "K", "secret_value": env,
+            "networking": {"type": "unrestricted"}}})).await,
+    ];
+    created.iter().for_each(&mut record);
+    let ids: Vec<String> = created.iter().map(|c| c.1["id"].as_str().unwrap().to_string()).collect();
+    record(&s.get(&base).await);
+    for id in &ids {
+        record(&s.get(&format!("{base}/{id}")).await);
+    }
+    // Refused requests that carry secrets: their errors must not quote them.
+    record(
+        &s.post(
+            &base,
+            json!({"name": "x", "auth": {"type": "environment_variable", "secret_name": "K",
+        "secret_value": format!("{env}\nmore"), "networking": {"type": "unrestricted"}}}),
+        )
+        .await,
+    );
+    record(
+        &s.post(
+            &base,
+            json!({"name": "x", "auth": {"type": "static_bearer", "token": bearer, "mcp_server_url": "nope"}}),
+        )
+        .await,
+    );
+    record(
+        &s.post(&base, json!({"name": "x", "auth": {"type": "static_bearer", "token": bearer, "extra": bearer}})).await,
+    );
+    record(
+        &s.post(&format!("{base}/{}", ids[0]), json!({"auth": {"type": "environment_variable", "secret_value": env}}))
+            .await,
+    );
+    record(
+        &s.post(
+            &format!("{base}/{}", ids[0]),
+            json!({"auth": {"type": "static_bearer", "token": format!("{bearer}2")}}),
+        )
+        .await,
+    );
+    let session = s.session(json!({"agent": {"model": "m"}, "environment": {"type": "none"}, "vault_ids": [v]})).await;
+    seen.push_str(&session.to_string());
+    for event in s.events(session["id"].as_str().unwrap()).await {
+        seen.push_str(&event.to_string());
+    }
+
+    // The resolver: refresh (the token endpoint answers new tokens), then a
+    // revoked refresh token whose error answer quotes the token back.
+    let creds = resolver(&s).await;
+    let org = s.get("/v1/admin/keys").await.1["data"][0]["organization_id"].as_str().unwrap().to_string();
+    let got = creds.resolve_mcp(&org, &[v.clone()], "https://o.example.com", None).await.unwrap().unwrap();
+    seen.push_str(&format!("{got:?}"));
+    oauth.revoke(&refresh);
+    let err = creds.force_refresh(&org, &got).await.unwrap_err();
+    assert!(err.to_string().contains(&ids[1]), "the error names the credential: {err}");
+    seen.push_str(&format!("{err} {err:?}"));
+    let envs = creds
+        .resolve_environment_credentials(
+            &org,
+            &[serde_json::from_value(json!({"vault_id": v, "credential_id": ids[2]})).unwrap()],
+        )
+        .await
+        .unwrap();
+    assert_eq!(envs[0].1.expose(), env, "the resolver itself sees the value");
+    seen.push_str(&format!("{envs:?}"));
+
+    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    assert!(logs.contains("refreshed an OAuth access token"), "the log capture works");
+    for secret in [&bearer, &access, &refresh, &client, &env, &oauth.last_issued()] {
+        assert!(!seen.contains(secret.as_str()), "{secret} was emitted: {seen}");
+        assert!(!logs.contains(secret.as_str()), "{secret} was logged");
+    }
+}
