@@ -5,21 +5,48 @@ organizations and keys.
 
 Tests that need a list to themselves (pagination, filters, "nothing was
 written") use `org_client`: a client whose key belongs to a new organization.
+
+Turns run against one scripted model server for the whole run (`scripted-model`
+from the test-support crate; see scripted.py): the server gets
+`OPENAI_BASE_URL=<scripted>/v1` and `OPENAI_API_KEY=test`. Tests that run turns
+take the `model` fixture, which resets the script and the request log first.
+`servers` starts extra `rebyte serve` processes (restarts, crashes) and always
+stops them.
 """
 
 from __future__ import annotations
 
-from typing import Iterator
+import signal
+from pathlib import Path
+from typing import Callable, Iterator
 
 import pytest
 from openai import OpenAI
 
 from harness import Admin, Server, new_key
+from scripted import ScriptedModel
 
 
 @pytest.fixture(scope="session")
-def server() -> Iterator[Server]:
-    srv = Server(bootstrap_key=new_key()).start()
+def scripted_model() -> Iterator[ScriptedModel]:
+    """The one scripted model server of the run."""
+    m = ScriptedModel().start()
+    try:
+        yield m
+    finally:
+        m.stop()
+
+
+@pytest.fixture
+def model(scripted_model: ScriptedModel) -> ScriptedModel:
+    """The scripted model, with an empty script and request log."""
+    scripted_model.reset()
+    return scripted_model
+
+
+@pytest.fixture(scope="session")
+def server(scripted_model: ScriptedModel) -> Iterator[Server]:
+    srv = Server(bootstrap_key=new_key(), env=scripted_model.env()).start()
     try:
         yield srv
     finally:
@@ -60,3 +87,22 @@ def org_client(admin: Admin) -> OpenAI:
     """A client (tasks:read, tasks:write) on an organization of its own: its lists start empty."""
     c, _org = admin.new_org_client()
     return c
+
+
+@pytest.fixture
+def servers(scripted_model: ScriptedModel, tmp_path: Path) -> Iterator[Callable[..., Server]]:
+    """Starts `rebyte serve` processes pointed at the scripted model, on one
+    data directory per test (so a restart finds the previous process's data),
+    with one bootstrap key; every process still running at teardown is killed."""
+    started: list[Server] = []
+    key = new_key()
+
+    def start(**env: str) -> Server:
+        """`env` overrides the environment, e.g. `OPENAI_BASE_URL=""` for a server with no model provider."""
+        srv = Server(data_dir=tmp_path / "data", bootstrap_key=key, env={**scripted_model.env(), **env})
+        started.append(srv)
+        return srv.start()
+
+    yield start
+    for srv in started:
+        srv.stop(signal.SIGKILL)

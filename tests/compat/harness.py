@@ -54,8 +54,15 @@ def new_key() -> str:
 class Server:
     """One `rebyte serve` process with its own data directory."""
 
-    def __init__(self, data_dir: Path | None = None, bootstrap_key: str | None = None, extra_args: Iterable[str] = ()):
+    def __init__(
+        self,
+        data_dir: Path | None = None,
+        bootstrap_key: str | None = None,
+        extra_args: Iterable[str] = (),
+        env: dict[str, str] | None = None,
+    ):
         self._own_dir = data_dir is None
+        self.extra_env = dict(env or {})
         self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="rebyte-compat-")) / "data"
         self.bootstrap_key = bootstrap_key
         self.extra_args = list(extra_args)
@@ -72,6 +79,7 @@ class Server:
         env = {k: v for k, v in os.environ.items() if k != "REBYTE_BOOTSTRAP_KEY"}
         if self.bootstrap_key is not None:
             env["REBYTE_BOOTSTRAP_KEY"] = self.bootstrap_key
+        env.update(self.extra_env)
         self._log = open(self._log_path, "w")
         self.proc = subprocess.Popen(
             [str(binary), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir), *self.extra_args],

@@ -218,11 +218,6 @@ def test_a_cursor_from_another_organization_is_refused(org_client, resources):
     assert error_of(e.value)["param"] == "after"
 
 
-@pytest.mark.xfail(
-    reason="server bug: POST /v1/agents/sessions with another organization's agent_id answers 400 "
-    "(code not_found, param agent_id) instead of 404",
-    strict=True,
-)
 def test_a_session_on_another_organizations_agent_is_404(org_client, resources):
     """Issue 2: "404 for any id of another organization". Spec (the same rule for Environments): "Supplying an
     Environment ID from another organization returns 404"."""

@@ -71,12 +71,6 @@ def test_a_session_update_is_seen_by_the_conversation_view(client):
     assert client.conversations.retrieve(f"conv_{session.id}").metadata == {"v": "1"}
 
 
-@pytest.mark.xfail(
-    reason="server bug: a session created through POST /v1/conversations has agent.model '' and "
-    "POST /v1/agents/sessions/{uuid} on it answers 400 param 'agent.model' ('must be 1 to 256 characters, got 0') "
-    "even for a metadata-only update",
-    strict=True,
-)
 def test_the_session_view_can_update_a_conversation_created_through_conversations(client):
     """SessionUpdateParams.metadata: "Replaces all metadata." — the same row, whichever API created it."""
     conv = client.conversations.create(metadata={"v": "0"})
@@ -145,13 +139,19 @@ def test_metadata_over_its_limits_is_refused_on_create_and_update(org_client, me
     assert org_client.conversations.retrieve(conv.id).metadata == {"keep": "me"}
 
 
-def test_initial_items_answer_unsupported(org_client):
-    items = [{"type": "message", "role": "user", "content": "Hello"}]
-    with pytest.raises(openai.BadRequestError) as e:
-        org_client.conversations.create(items=items)
-    err = error_of(e.value)
-    assert (err["code"], err["param"]) == ("unsupported", "items")
-    assert org_client.beta.agents.sessions.list().data == []
+def test_initial_items_become_the_conversations_first_items(org_client):
+    """Issue 3 added conversation items (`GET/POST /v1/conversations/{id}/items`); initial items on create are
+    stored the same way, without running the model."""
+    items = [
+        {"type": "message", "role": "user", "content": "Hello"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hi there."}]},
+    ]
+    conv = org_client.conversations.create(items=items)
+    listed = [conforms(i) for i in org_client.conversations.items.list(conv.id, order="asc")]
+    assert [(i["role"], i["content"][0]["text"]) for i in listed] == [("user", "Hello"), ("assistant", "Hi there.")]
+    assert [(i["type"], i["status"]) for i in listed] == [("message", "completed")] * 2
+    session_items = org_client.beta.agents.sessions.items.list(uuid_of(conv.id), order="asc")
+    assert [i.id for i in session_items] == [i["id"] for i in listed], "the same rows through the session view"
 
 
 @pytest.mark.parametrize("bad_id", ["conv_not-a-uuid", "6f1c1f57-6a8e-4c55-9b1a-7d0c4d9b7f10", "conv_"])

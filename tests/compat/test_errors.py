@@ -13,6 +13,12 @@ from harness import error_of, raw
 
 NONE = {"type": "none"}
 BODY_LIMIT = 8 * 1024 * 1024  # `--body-limit` default: 8 MiB
+UNKNOWN_FIELD_DOUBLED = pytest.mark.xfail(
+    reason="server bug: an unknown field answers param '<field>.<field>' (e.g. 'temperature.temperature', "
+    "'agent.name.name'): extract.rs field_of appends the field an 'unknown field' message names to a serde path "
+    "that already ends with it",
+    strict=True,
+)
 
 
 def test_malformed_json_is_400_invalid_json_on_every_create(url, bootstrap_key):
@@ -42,7 +48,7 @@ def test_malformed_json_is_400_invalid_json_on_every_create(url, bootstrap_key):
         ({"tools": [{"type": "teleport"}]}, "tools[0].type"),
         ({"compaction": {"async_": "yes"}}, "compaction.async"),
         ({"multi_agent": {"enabled": "no"}}, "multi_agent.enabled"),
-        ({"extra_body": {"temperature": 0.2}}, "temperature"),
+        pytest.param({"extra_body": {"temperature": 0.2}}, "temperature", marks=UNKNOWN_FIELD_DOUBLED),
     ],
     ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
 )
@@ -63,7 +69,9 @@ def test_a_bad_agent_field_is_400_naming_the_param(org_client, kwargs, param):
         ({"environment": "none"}, "environment"),
         ({"agent": {"model": 7}}, "agent.model"),
         ({"agent": {"model": "m", "service_tier": "slow"}}, "agent.service_tier"),
-        ({"agent": {"model": "m", "name": "not a session agent field"}}, "agent.name"),
+        pytest.param(
+            {"agent": {"model": "m", "name": "not a session agent field"}}, "agent.name", marks=UNKNOWN_FIELD_DOUBLED
+        ),
         ({"agent_id": 42}, "agent_id"),
         ({"review": "strict"}, "review"),
         ({"prompt_cache_options": {"ttl": "1y"}}, "prompt_cache_options.ttl"),
@@ -83,10 +91,18 @@ def test_a_bad_session_field_is_400_naming_the_param(org_client, kwargs, param):
     "kwargs, param",
     [
         ({"metadata": {"k": 1}}, "metadata.k"),
-        ({"agent": {"model": ""}}, "agent.model"),
+        pytest.param(
+            {"agent": {"model": ""}},
+            "agent.model",
+            marks=pytest.mark.xfail(
+                reason="server regression (ccce2e5): a session update with agent.model '' answers 200 and stores an "
+                "empty model instead of 400 param 'agent.model'",
+                strict=True,
+            ),
+        ),
         ({"agent": {"reasoning": {"effort": "maximal"}}}, "agent.reasoning.effort"),
         ({"review": "sometimes"}, "review"),
-        ({"extra_body": {"status": "failed"}}, "status"),
+        pytest.param({"extra_body": {"status": "failed"}}, "status", marks=UNKNOWN_FIELD_DOUBLED),
     ],
     ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
 )
@@ -266,11 +282,6 @@ def test_unknown_routes_are_404_and_wrong_methods_405_in_the_error_shape(url, bo
     assert r.status_code == 405 and set(r.json()["error"]) == {"type", "code", "message", "param"}
 
 
-@pytest.mark.xfail(
-    reason="server bug: a JSON array body is accepted as the struct's fields in order "
-    "(POST /v1/agents with body [\"m\"] creates an agent with model 'm')",
-    strict=True,
-)
 def test_a_json_array_body_is_400(org_client):
     """Issue 2: "wrong types … each answered with the right 4xx"."""
     with pytest.raises(openai.BadRequestError):
@@ -278,11 +289,6 @@ def test_a_json_array_body_is_400(org_client):
     assert org_client.beta.agents.list().data == []
 
 
-@pytest.mark.xfail(
-    reason="server bug: a missing required field answers 400 with param null (top level) or the parent "
-    "('tools[0]') instead of the missing field; only the message names it",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "kwargs, param",
     [
@@ -298,12 +304,6 @@ def test_a_missing_required_field_is_400_naming_it_in_param(client, kwargs, para
     assert error_of(e.value)["param"] == param
 
 
-@pytest.mark.xfail(
-    reason="server bug: inside a `type`-tagged union (tools[i], tools[i].transport, text.format) a wrong type "
-    "answers param 'tools[0]' / 'text.format' and a message that does not name the field "
-    "('invalid type: integer `1`, expected a string')",
-    strict=True,
-)
 @pytest.mark.parametrize(
     "kwargs, param",
     [
@@ -312,7 +312,15 @@ def test_a_missing_required_field_is_400_naming_it_in_param(client, kwargs, para
             {"tools": [{"type": "mcp", "server_label": "x", "transport": {"type": "http", "server_url": 5}}]},
             "tools[0].transport.server_url",
         ),
-        ({"text": {"format": {"type": "json_schema", "schema": "x"}}}, "text.format.schema"),
+        pytest.param(
+            {"text": {"format": {"type": "json_schema", "schema": "x"}}},
+            "text.format.schema",
+            marks=pytest.mark.xfail(
+                reason="server bug: inside the `type`-tagged text.format a wrong type answers param 'text.format' "
+                "and a message that does not name the field",
+                strict=True,
+            ),
+        ),
     ],
     ids=["tools[0].description", "tools[0].transport.server_url", "text.format.schema"],
 )

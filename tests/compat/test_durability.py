@@ -1,0 +1,94 @@
+"""Issue 3, durability: every item and state change is committed as it
+happens; a server killed with SIGKILL mid-turn comes back with that turn
+`failed` (`server_restarted`) and the session ready for new input. These tests
+run their own `rebyte serve` processes (the `servers` fixture) on one data
+directory."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from scripted import NONE, STREAM_TIMEOUT, collect, only_turn, reply, send, types, wait_turn, wait_until
+
+
+def kill_mid_turn(servers, model, first_step):
+    """Starts a server, runs a turn into `first_step` (a stall), kills the server with SIGKILL and starts a new
+    one on the same data directory. Answers (new server's client, session id, turn id, events seen before)."""
+    first = servers()
+    c1 = first.client()
+    sid = c1.beta.agents.sessions.create(environment=NONE, agent={"model": "gpt-test"}).id
+    model.script(first_step, reply("back again"))
+    with c1.beta.agents.sessions.events.stream(sid, timeout=STREAM_TIMEOUT) as stream:
+        send(c1, sid, "hang")
+        seen = collect(stream, lambda e: e.type == "agent.session.in_progress")
+        wait_until(lambda: model.stats()["requests"] == 1, "the model request")
+        if first_step.get("stall_after"):
+            seen += collect(stream, lambda e: e.type == "agent.session.turn.output_text.delta")
+        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    second = servers()
+    return second.client(), sid, only_turn(second.client(), sid).id, seen
+
+
+def test_a_turn_cut_by_sigkill_fails_with_server_restarted_and_the_session_takes_new_input(servers, model):
+    client, sid, turn_id, seen = kill_mid_turn(servers, model, {"type": "stall"})
+    assert types(seen) == [
+        "agent.session.turn.created",
+        "agent.session.turn.item.added",
+        "agent.session.turn.in_progress",
+        "agent.session.in_progress",
+    ]
+    # `server_restarted` is mandated by the issue and DESIGN §4 although it is not one of the client's
+    # SessionTurnError.code literals; the client parses it leniently, so the turn is checked as JSON.
+    turn = client.beta.agents.sessions.turns.retrieve(turn_id, session_id=sid).to_dict()
+    assert turn == {
+        "id": turn_id,
+        "object": "agent.session.turn",
+        "agent_id": "agent_inline",
+        "session_id": sid,
+        "status": "failed",
+        "created_at": turn["created_at"],
+        "started_at": turn["started_at"],
+        "completed_at": turn["completed_at"],
+        "error": {"code": "server_restarted", "message": "the server restarted while this turn was running"},
+        "subagent_id": None,
+        "usage": None,
+        "prompt_cache_options": None,
+    }
+    assert turn["started_at"] is not None and turn["completed_at"] >= turn["started_at"]
+    session = client.beta.agents.sessions.retrieve(sid)
+    assert (session.status, session.required_actions) == ("idle", [])
+    [user] = client.beta.agents.sessions.items.list(sid).data
+    assert (user.role, user.content[0].text, user.turn_id) == ("user", "hang", turn_id), "committed before the crash"
+
+    # The events written before the crash survive it, and the ending is on the stream after them.
+    with client.beta.agents.sessions.events.stream(
+        sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
+    ) as stream:
+        after = collect(stream, lambda e: e.type == "agent.session.idle")
+    assert types(after) == ["error", "agent.session.turn.failed", "agent.session.idle"]
+    assert after[0].error.code == "server_restarted"
+    assert after[1].turn.to_dict() == turn
+
+    with client.beta.agents.sessions.stream(sid, input="again", timeout=STREAM_TIMEOUT) as stream:
+        result = stream.get_final_result()
+    assert result.output_text == "back again"
+    assert [m["content"] for m in model.bodies()[-1]["messages"]] == ["hang", "again"]
+
+
+@pytest.mark.xfail(
+    reason="server bug: after a SIGKILL mid-answer, the restarted server fails the turn but leaves the partial "
+    "assistant message item `in_progress` with empty content forever (streamed text is not committed and the item "
+    "is not closed as `incomplete` on recovery)",
+    strict=True,
+)
+def test_a_partial_answer_cut_by_sigkill_is_kept_as_an_incomplete_item(servers, model):
+    """Issue 3: "every item and state change is committed as it happens"; after a restart no item of a failed
+    turn stays in progress."""
+    client, sid, turn_id, seen = kill_mid_turn(servers, model, reply("partial answer", chunks=2, stall_after=2))
+    assert types(seen)[-2:] == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
+    assert wait_turn(client, sid, turn_id).status == "failed"
+    user, partial = client.beta.agents.sessions.turns.items.list(turn_id, session_id=sid, order="asc").data
+    assert (partial.role, partial.status) == ("assistant", "incomplete")
+    assert partial.content[0].text == seen[-1].delta
