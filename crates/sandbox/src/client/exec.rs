@@ -38,17 +38,25 @@ impl ExecOutput {
     }
 }
 
+/// Makes sure the sandbox runs before a request that must not wait for a
+/// resume (a kill of a paused sandbox's command).
+#[async_trait::async_trait]
+pub trait Resume: Send + Sync {
+    async fn ensure_running(&self) -> Result<()>;
+}
+
 /// Kills a command's whole process group (and nothing else). Cheap to clone
 /// and usable while another task reads the output.
 #[derive(Clone)]
 pub struct Killer {
     conn: Arc<Connection>,
     id: u32,
+    resume: Option<Arc<dyn Resume>>,
 }
 
 impl Killer {
-    pub(crate) fn new(conn: Arc<Connection>, id: u32) -> Self {
-        Killer { conn, id }
+    pub(crate) fn new(conn: Arc<Connection>, id: u32, resume: Option<Arc<dyn Resume>>) -> Self {
+        Killer { conn, id, resume }
     }
 
     /// SIGKILL to the process group. Succeeds if it already exited.
@@ -58,6 +66,9 @@ impl Killer {
 
     /// Any signal to the process group (e.g. `libc::SIGTERM`).
     pub async fn signal(&self, signal: Option<i32>) -> Result<()> {
+        if let Some(r) = &self.resume {
+            r.ensure_running().await?;
+        }
         match self.conn.request(&Request::Kill { process: self.id, signal }, Vec::new()).await? {
             (Reply::Ok, _) => Ok(()),
             (other, _) => Err(Error::Protocol(format!("unexpected reply to kill: {other:?}"))),
@@ -69,6 +80,7 @@ impl Killer {
 /// Dropping it early lets the command run on, its output discarded.
 pub struct Execution {
     conn: Arc<Connection>,
+    resume: Option<Arc<dyn Resume>>,
     id: u32,
     pid: i32,
     events: mpsc::UnboundedReceiver<ProcEvent>,
@@ -77,8 +89,14 @@ pub struct Execution {
 }
 
 impl Execution {
-    pub(crate) fn new(conn: Arc<Connection>, id: u32, pid: i32, events: mpsc::UnboundedReceiver<ProcEvent>) -> Self {
-        Execution { conn, id, pid, events, consumed: 0, done: false }
+    pub(crate) fn new(
+        conn: Arc<Connection>,
+        id: u32,
+        pid: i32,
+        events: mpsc::UnboundedReceiver<ProcEvent>,
+        resume: Option<Arc<dyn Resume>>,
+    ) -> Self {
+        Execution { conn, resume, id, pid, events, consumed: 0, done: false }
     }
 
     /// The shell's pid inside the sandbox (also its process group id).
@@ -87,7 +105,7 @@ impl Execution {
     }
 
     pub fn killer(&self) -> Killer {
-        Killer::new(self.conn.clone(), self.id)
+        Killer::new(self.conn.clone(), self.id, self.resume.clone())
     }
 
     pub async fn kill(&self) -> Result<()> {

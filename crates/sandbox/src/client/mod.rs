@@ -6,7 +6,7 @@
 mod exec;
 pub(crate) mod stdio;
 
-pub use exec::{ExecEvent, ExecOutput, Execution, Killer};
+pub use exec::{ExecEvent, ExecOutput, Execution, Killer, Resume};
 pub use stdio::{ProcessHandle, StdioProcess};
 
 use crate::api::{DirEntry, ExitStatus};

@@ -2,7 +2,7 @@
 //! `AsyncWrite`, its stdout as an `AsyncRead`, and a handle to kill it and
 //! observe its exit. Its stderr is kept as a bounded tail for diagnostics.
 
-use super::{Connection, Killer, ProcEvent};
+use super::{Connection, Killer, ProcEvent, Resume};
 use crate::api::ExitStatus;
 use crate::error::{Error, Result};
 use crate::wire::{Frame, Kind};
@@ -70,6 +70,7 @@ pub(crate) fn attach(
     id: u32,
     pid: i32,
     events: mpsc::UnboundedReceiver<ProcEvent>,
+    resume: Option<Arc<dyn Resume>>,
 ) -> StdioProcess {
     let (stdin_user, stdin_pump) = tokio::io::duplex(64 << 10);
     let (stdout_pump, stdout_user) = tokio::io::duplex(256 << 10);
@@ -80,7 +81,7 @@ pub(crate) fn attach(
     StdioProcess {
         stdin: Box::new(stdin_user),
         stdout: Box::new(stdout_user),
-        handle: ProcessHandle { killer: Killer::new(conn, id), pid, status, stderr },
+        handle: ProcessHandle { killer: Killer::new(conn, id, resume), pid, status, stderr },
     }
 }
 

@@ -5,6 +5,7 @@
 //! this same executable (`/proc/self/exe sandbox-agent` by default).
 
 mod cgroup;
+mod freeze;
 mod launch;
 mod sandbox;
 mod toolchain;

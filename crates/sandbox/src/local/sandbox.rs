@@ -3,16 +3,17 @@
 //! implementation on top of the agent connection.
 
 use super::cgroup::{Enforced, SandboxCgroup};
+use super::freeze::Freezer;
 use crate::api::{DirEntry, ExecRequest, Limits, SandboxState, SpawnRequest};
-use crate::client::{Connection, Execution, StdioProcess};
-use crate::error::{Error, Result};
+use crate::client::{Connection, Execution, Resume, StdioProcess};
+use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::sys::{Spawned, pidfd_send_signal};
 use crate::wire::{ProcessSpec, Request};
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
 
@@ -21,9 +22,9 @@ pub(crate) struct AgentProcess {
     pid: i32,
     exec_status: OwnedFd,
     pidfd: Arc<OwnedFd>,
-    cgroup: Option<Arc<SandboxCgroup>>,
+    pub cgroup: Option<Arc<SandboxCgroup>>,
     /// Becomes true once the agent was reaped and its cgroups removed.
-    exited: watch::Receiver<bool>,
+    pub exited: watch::Receiver<bool>,
 }
 
 impl AgentProcess {
@@ -99,12 +100,10 @@ pub struct LocalSandbox {
     id: String,
     conn: Arc<Connection>,
     process: AgentProcess,
+    freezer: Arc<Freezer>,
     limits: Limits,
     enforced: Enforced,
     agent_setup: Duration,
-    // Read by `state()` without awaiting; transitions hold `transition`.
-    state: Mutex<SandboxState>,
-    transition: tokio::sync::Mutex<()>,
 }
 
 impl LocalSandbox {
@@ -116,16 +115,8 @@ impl LocalSandbox {
         enforced: Enforced,
         agent_setup: Duration,
     ) -> Self {
-        LocalSandbox {
-            id,
-            conn,
-            process,
-            limits,
-            enforced,
-            agent_setup,
-            state: Mutex::new(SandboxState::Running),
-            transition: tokio::sync::Mutex::new(()),
-        }
+        let freezer = Arc::new(Freezer::new(id.clone(), conn.clone(), process.cgroup.clone(), process.exited.clone()));
+        LocalSandbox { id, conn, process, freezer, limits, enforced, agent_setup }
     }
 
     /// The agent's pid on the host.
@@ -144,33 +135,13 @@ impl LocalSandbox {
         (self.enforced.memory, self.enforced.pids)
     }
 
-    fn set_state(&self, s: SandboxState) {
-        *self.state.lock().unwrap_or_else(|p| p.into_inner()) = s;
-    }
-
-    fn gone(&self) -> Error {
-        Error::Gone(self.conn.closed().unwrap_or_else(|| format!("sandbox {} was destroyed", self.id)))
-    }
-
     /// Resumes a paused sandbox; fails on a gone one.
     async fn ready(&self) -> Result<()> {
-        match self.state() {
-            SandboxState::Running => Ok(()),
-            SandboxState::Paused => self.resume().await,
-            SandboxState::Gone => Err(self.gone()),
-        }
+        self.freezer.ensure_running().await
     }
 
-    async fn freeze(&self, frozen: bool) -> Result<()> {
-        match &self.process.cgroup {
-            Some(cg) if cg.can_freeze() => {
-                cg.set_frozen(frozen).await.map_err(|e| Error::io("freeze the sandbox cgroup", e))
-            }
-            _ => {
-                let request = if frozen { Request::Pause } else { Request::Resume };
-                self.conn.request(&request, Vec::new()).await.map(drop)
-            }
-        }
+    fn resumer(&self) -> Option<Arc<dyn Resume>> {
+        Some(self.freezer.clone())
     }
 }
 
@@ -181,10 +152,7 @@ impl Sandbox for LocalSandbox {
     }
 
     fn state(&self) -> SandboxState {
-        if self.process.has_exited() || self.conn.closed().is_some() {
-            return SandboxState::Gone;
-        }
-        *self.state.lock().unwrap_or_else(|p| p.into_inner())
+        self.freezer.state()
     }
 
     fn limits(&self) -> Limits {
@@ -201,7 +169,7 @@ impl Sandbox for LocalSandbox {
             timeout_ms: request.timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
         };
         let (id, pid, events) = self.conn.start(spec, request.stdin).await?;
-        Ok(Execution::new(self.conn.clone(), id, pid, events))
+        Ok(Execution::new(self.conn.clone(), id, pid, events, self.resumer()))
     }
 
     async fn spawn_stdio(&self, request: SpawnRequest) -> Result<StdioProcess> {
@@ -209,7 +177,7 @@ impl Sandbox for LocalSandbox {
         let spec =
             ProcessSpec { command: request.command, cwd: request.cwd, env: request.env, stdin: true, timeout_ms: None };
         let (id, pid, events) = self.conn.start(spec, None).await?;
-        Ok(crate::client::stdio::attach(self.conn.clone(), id, pid, events))
+        Ok(crate::client::stdio::attach(self.conn.clone(), id, pid, events, self.resumer()))
     }
 
     async fn read_file(&self, path: &str) -> Result<Vec<u8>> {
@@ -238,34 +206,15 @@ impl Sandbox for LocalSandbox {
     }
 
     async fn pause(&self) -> Result<()> {
-        let _t = self.transition.lock().await;
-        match self.state() {
-            SandboxState::Gone => Err(self.gone()),
-            SandboxState::Paused => Ok(()),
-            SandboxState::Running => {
-                self.freeze(true).await?;
-                self.set_state(SandboxState::Paused);
-                Ok(())
-            }
-        }
+        self.freezer.pause().await
     }
 
     async fn resume(&self) -> Result<()> {
-        let _t = self.transition.lock().await;
-        match self.state() {
-            SandboxState::Gone => Err(self.gone()),
-            SandboxState::Running => Ok(()),
-            SandboxState::Paused => {
-                self.freeze(false).await?;
-                self.set_state(SandboxState::Running);
-                Ok(())
-            }
-        }
+        self.freezer.resume().await
     }
 
     async fn destroy(&self) -> Result<()> {
-        let _t = self.transition.lock().await;
-        self.set_state(SandboxState::Gone);
+        let _t = self.freezer.mark_gone().await;
         self.process.kill_and_wait().await;
         Ok(())
     }

@@ -52,3 +52,15 @@ async fn using_a_paused_sandbox_resumes_it() {
     sb.destroy().await.unwrap();
     assert_eq!(sb.state(), SandboxState::Gone);
 }
+
+#[tokio::test]
+async fn killing_a_command_of_a_paused_sandbox_resumes_it_and_kills() {
+    let sb = start("pausekill").await;
+    let exec = sb.exec(ExecRequest::new("sleep 600")).await.unwrap();
+    let killer = exec.killer();
+    sb.pause().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), killer.kill()).await.expect("kill waited for a resume").unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(5), exec.wait()).await.unwrap().unwrap();
+    assert!(out.status.killed);
+    assert_eq!(sb.state(), SandboxState::Running);
+}
