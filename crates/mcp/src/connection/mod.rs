@@ -5,6 +5,7 @@
 //! caller's `_meta`.
 
 mod errors;
+mod fresh;
 mod handler;
 mod http;
 mod requests;
@@ -80,6 +81,7 @@ pub struct Connection {
     service: tokio::sync::Mutex<Option<RunningService<RoleClient, Handler>>>,
     timeouts: Timeouts,
     termination: Option<Arc<http::TerminationSlot>>,
+    fresh: fresh::FreshLists,
     // Whatever the caller needs kept alive as long as the connection (e.g. a sandbox process).
     _keep_alive: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
@@ -109,6 +111,7 @@ impl Connection {
             service: tokio::sync::Mutex::new(Some(service)),
             timeouts,
             termination,
+            fresh: fresh::FreshLists::default(),
             _keep_alive: None,
         }
     }

@@ -104,9 +104,9 @@ impl Toolset {
         &self,
         binding: &ServerBinding,
         cancel: &CancellationToken,
-    ) -> Result<(Arc<Catalog>, Vec<ToolInfo>)> {
+    ) -> Result<(Arc<Catalog>, Arc<Vec<ToolInfo>>)> {
         let generation = binding.connection.tools_generation();
-        let tools = binding.connection.list_tools(&Self::context(binding, cancel)).await?;
+        let tools = binding.connection.list_tools_fresh(&Self::context(binding, cancel)).await?;
         let allowed: Vec<ToolInfo> = tools.iter().filter(|tool| binding.config.allows(&tool.name)).cloned().collect();
         let catalog = Arc::new(Catalog::new(binding.config.label.clone(), allowed));
         self.cache.put(self.cache_key(&binding.config), &binding.connection, generation, catalog.clone());

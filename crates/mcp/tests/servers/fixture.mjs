@@ -1,6 +1,7 @@
 // A small MCP server on stdio, built with the official TypeScript SDK, for the mcp crate's
 // tests: list_changed (add_tool/remove_tool), slow and hanging calls, a crash, error results,
 // image content, request _meta echo, a strict inputSchema, and counters of what it received.
+// Option: --list-delay-ms=N (see the end).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { z } from "zod";
@@ -69,5 +70,18 @@ server.registerTool("image", { description: "Return a tiny image", inputSchema: 
 server.registerResource("readme", "fixture://readme", { description: "The fixture's readme", mimeType: "text/plain" }, async (uri) => ({
   contents: [{ uri: uri.href, mimeType: "text/plain", text: "hello from the fixture" }],
 }));
+
+// --list-delay-ms=N: answer tools/list N ms after computing it (a fetch that is "in flight"
+// while the catalog changes).
+const delay = Number((process.argv.find((arg) => arg.startsWith("--list-delay-ms=")) ?? "=0").split("=")[1]);
+if (delay > 0) {
+  const handlers = server.server._requestHandlers;
+  const list = handlers.get("tools/list");
+  handlers.set("tools/list", async (request, extra) => {
+    const answer = await list(request, extra);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    return answer;
+  });
+}
 
 await server.connect(new StdioServerTransport());

@@ -171,3 +171,35 @@ async fn call_tool_only_reaches_configured_mcp_servers() {
     assert_eq!(garbled.status, McpCallStatus::Failed);
     assert!(matches!(garbled.failure, Some(McpError::InvalidRequest(_))));
 }
+
+#[tokio::test]
+async fn concurrent_calls_share_catalog_fetches_and_each_answer_reaches_its_caller() {
+    let (connection, toolset) = setup(config()).await;
+    let calls = (0..50).map(|i| call(&toolset, "echo", json!({"message": format!("message {i}")})));
+    let records = futures::future::join_all(calls).await;
+    for (i, record) in records.iter().enumerate() {
+        assert_eq!(record.output, Some(format!("message {i}")), "{record:?}");
+    }
+    let lists = fixture_stats(&connection).await["toolsList"].as_u64().unwrap();
+    assert!((1..50).contains(&lists), "50 concurrent calls made {lists} tools/list requests");
+}
+
+#[tokio::test]
+async fn a_call_never_uses_a_catalog_fetch_sent_before_it_arrived() {
+    // The fixture answers tools/list 400 ms after computing it, so the first call's fetch is in
+    // flight, already stale, when the tool is added and the second call arrives.
+    let connection = Arc::new(
+        Connection::spawn_stdio("company", &node("fixture.mjs", &["--list-delay-ms=400"]), timeouts()).await.unwrap(),
+    );
+    let toolset = Toolset::new("org", "session", cache()).with_server(config(), connection.clone());
+    let first = call(&toolset, "echo", json!({"message": "first"}));
+    let second = async {
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+        let args = json!({"name": "late_tool"}).as_object().unwrap().clone();
+        connection.call_tool("add_tool", args, &mcp::CallContext::default()).await.unwrap();
+        call(&toolset, "late_tool", json!({})).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first.status, McpCallStatus::Completed, "{first:?}");
+    assert_eq!(second.output.as_deref(), Some("late_tool ran"), "{second:?}");
+}
