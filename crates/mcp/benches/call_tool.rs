@@ -2,6 +2,8 @@
 //! allowlist, schema validation, `tools/call`) against the same call made directly with an rmcp
 //! client, both to server-everything over stdio, in the same run (issue 5: ≤ 1.5×).
 //!
+//! Then 100 concurrent calls, one per session, on both paths.
+//!
 //! Run: `cargo bench -p mcp --bench call_tool` (installs the npm test servers if missing)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -21,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 const WARMUP: usize = 50;
 const ROUNDS: usize = 500;
 const BLOCK: usize = 25;
+const CONCURRENT: usize = 100;
+const BATCHES: usize = 30;
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
     samples.sort();
@@ -44,7 +48,8 @@ async fn main() {
         .get_or_start("sbx_bench", "everything", || Connection::spawn_stdio("everything", &config, support::timeouts()))
         .await
         .unwrap();
-    let toolset = Toolset::new("org", "session", support::cache())
+    let toolset_cache = support::cache();
+    let toolset = Toolset::new("org", "session", toolset_cache.clone())
         .with_server(support::stdio_config("everything", config.clone()), broker.connection().clone());
     let cancel = CancellationToken::new();
     let args = CallToolArgs::new("everything", "echo", json!({"message": "bench"}));
@@ -120,5 +125,40 @@ async fn main() {
         ratio(b50, d50),
         ratio(bmean, dmean)
     );
+
+    // 100 sessions at once: one batch of 100 concurrent calls per path, repeated.
+    let direct_peer = direct.peer().clone();
+    let mut direct_batches = Vec::new();
+    let mut toolset_batches = Vec::new();
+    for _ in 0..BATCHES {
+        let started = Instant::now();
+        let calls = (0..CONCURRENT).map(|i| {
+            let peer = direct_peer.clone();
+            let arguments = json!({"message": format!("session {i}")}).as_object().unwrap().clone();
+            async move { peer.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments)).await.unwrap() }
+        });
+        futures::future::join_all(calls).await;
+        direct_batches.push(started.elapsed());
+
+        let started = Instant::now();
+        let calls = (0..CONCURRENT).map(|i| {
+            let toolset = Toolset::new("org", format!("session_{i}"), toolset_cache.clone())
+                .with_server(support::stdio_config("everything", config.clone()), broker.connection().clone());
+            let cancel = cancel.clone();
+            async move {
+                let args = CallToolArgs::new("everything", "echo", json!({"message": format!("session {i}")}));
+                let record = toolset.call_tool(&args, &cancel).await;
+                assert_eq!(record.output, Some(format!("Echo: session {i}")));
+            }
+        });
+        futures::future::join_all(calls).await;
+        toolset_batches.push(started.elapsed());
+    }
+    let (db50, _, dbmean) = stats(direct_batches);
+    let (tb50, _, tbmean) = stats(toolset_batches);
+    println!("{CONCURRENT} concurrent calls (one per session), {BATCHES} batches, wall time per batch:");
+    println!("direct rmcp client:             p50 {db50:?}  mean {dbmean:?}");
+    println!("broker + Toolset::call_tool:    p50 {tb50:?}  mean {tbmean:?}");
+    println!("ratio: p50 {:.2}x  mean {:.2}x", ratio(tb50, db50), ratio(tbmean, dbmean));
     drop(direct);
 }
