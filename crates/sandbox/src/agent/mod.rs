@@ -19,8 +19,15 @@ use control::Control;
 use std::time::Instant;
 
 /// Entry point of the agent process (`rebyte sandbox-agent`, or the crate's
-/// `rebyte-sandbox-agent` binary). Expects the control channel on fd 3;
-/// never returns. Call it before starting any async runtime or thread.
+/// `rebyte-sandbox-agent` binary); never returns. Call it before starting
+/// any async runtime or thread.
+///
+/// The control channel is fd 3 (the local backend's socket pair), or, with
+/// `--listen ADDR` among the arguments, the first TCP connection accepted on
+/// ADDR (a remote backend: a pod or VM whose agent the server dials; it
+/// prints `listening on ADDR` first). The host speaks first with
+/// [`InitConfig`]; empty `binds` skip building a root (the machine is the
+/// sandbox).
 pub fn main() -> ! {
     let started = Instant::now();
     if let Some(n) = threads().filter(|n| *n > 1) {
@@ -29,7 +36,9 @@ pub fn main() -> ! {
         std::process::exit(2);
     }
     crate::sys::close_fds_from(4);
-    let fd = match crate::sys::take_control_fd() {
+    let args: Vec<String> = std::env::args().collect();
+    let listen = args.iter().position(|a| a == "--listen").and_then(|i| args.get(i + 1));
+    let fd = match listen.map_or_else(crate::sys::take_control_fd, |addr| accept_one(addr)) {
         Ok(fd) => fd,
         Err(e) => {
             eprintln!("rebyte sandbox agent: {e}");
@@ -71,6 +80,18 @@ pub fn main() -> ! {
     }
 }
 
+/// Serves the first connection on `addr`, for a remote backend.
+fn accept_one(addr: &str) -> std::io::Result<std::os::fd::OwnedFd> {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind(addr)?;
+    let mut out = std::io::stdout();
+    writeln!(out, "listening on {}", listener.local_addr()?)?;
+    out.flush()?;
+    let (stream, _) = listener.accept()?;
+    stream.set_nodelay(true)?;
+    Ok(stream.into())
+}
+
 fn threads() -> Option<usize> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
@@ -82,6 +103,11 @@ fn setup(cfg: &InitConfig) -> Result<(), String> {
     if !cfg.binds.is_empty() {
         mounts::build_root(cfg)?;
         nix::unistd::sethostname(&cfg.hostname).map_err(|e| format!("sethostname: {e}"))?;
+    }
+    if std::process::id() != 1 {
+        // Not PID 1 (a remote agent in a container that has its own init):
+        // orphans of its commands still come to it to be reaped.
+        nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("subreaper: {e}"))?;
     }
     if cfg.loopback {
         crate::sys::loopback_up().map_err(|e| format!("bring up lo: {e}"))?;

@@ -4,12 +4,12 @@
 //! on [`Connection`]; a remote backend would reuse it over TCP.
 
 mod exec;
-pub(crate) mod stdio;
+mod stdio;
 
 pub use exec::{ExecEvent, ExecOutput, Execution, Killer, Resume};
 pub use stdio::{ProcessHandle, StdioProcess};
 
-use crate::api::{DirEntry, ExitStatus};
+use crate::api::{DirEntry, ExecRequest, ExitStatus, SpawnRequest};
 use crate::error::{Error, Result};
 use crate::wire::{self, Exited, Frame, Hello, Kind, ProcessSpec, Reply, Request};
 use bytes::Bytes;
@@ -164,6 +164,32 @@ impl Connection {
             Ok((other, _)) => Err(Error::Protocol(format!("unexpected reply to exec: {other:?}"))),
             Err(_) => Err(Error::Gone(self.closed().unwrap_or_else(|| "the agent went away".into()))),
         }
+    }
+
+    /// Starts `/bin/sh -c command`; see [`crate::Sandbox::exec`]. `resume`
+    /// lets a kill of the command resume a paused sandbox first.
+    pub async fn exec(self: &Arc<Self>, request: ExecRequest, resume: Option<Arc<dyn Resume>>) -> Result<Execution> {
+        let spec = ProcessSpec {
+            command: request.command,
+            cwd: request.cwd,
+            env: request.env,
+            stdin: request.stdin.is_some(),
+            timeout_ms: request.timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
+        };
+        let (id, pid, events) = self.start(spec, request.stdin).await?;
+        Ok(Execution::new(self.clone(), id, pid, events, resume))
+    }
+
+    /// Starts a long-lived process; see [`crate::Sandbox::spawn_stdio`].
+    pub async fn spawn_stdio(
+        self: &Arc<Self>,
+        request: SpawnRequest,
+        resume: Option<Arc<dyn Resume>>,
+    ) -> Result<StdioProcess> {
+        let spec =
+            ProcessSpec { command: request.command, cwd: request.cwd, env: request.env, stdin: true, timeout_ms: None };
+        let (id, pid, events) = self.start(spec, None).await?;
+        Ok(stdio::attach(self.clone(), id, pid, events, resume))
     }
 
     /// Tells the agent `n` output bytes of process `id` were consumed.

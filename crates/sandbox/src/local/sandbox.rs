@@ -9,7 +9,7 @@ use crate::client::{Connection, Execution, Resume, StdioProcess};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::sys::{Spawned, pidfd_send_signal};
-use crate::wire::{ProcessSpec, Request};
+use crate::wire::Request;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
@@ -161,23 +161,12 @@ impl Sandbox for LocalSandbox {
 
     async fn exec(&self, request: ExecRequest) -> Result<Execution> {
         self.ready().await?;
-        let spec = ProcessSpec {
-            command: request.command,
-            cwd: request.cwd,
-            env: request.env,
-            stdin: request.stdin.is_some(),
-            timeout_ms: request.timeout.map(|t| t.as_millis().min(u64::MAX as u128) as u64),
-        };
-        let (id, pid, events) = self.conn.start(spec, request.stdin).await?;
-        Ok(Execution::new(self.conn.clone(), id, pid, events, self.resumer()))
+        self.conn.exec(request, self.resumer()).await
     }
 
     async fn spawn_stdio(&self, request: SpawnRequest) -> Result<StdioProcess> {
         self.ready().await?;
-        let spec =
-            ProcessSpec { command: request.command, cwd: request.cwd, env: request.env, stdin: true, timeout_ms: None };
-        let (id, pid, events) = self.conn.start(spec, None).await?;
-        Ok(crate::client::stdio::attach(self.conn.clone(), id, pid, events, self.resumer()))
+        self.conn.spawn_stdio(request, self.resumer()).await
     }
 
     async fn read_file(&self, path: &str) -> Result<Vec<u8>> {
