@@ -21,6 +21,42 @@
 //! - [`config`], [`secret`], [`clock`], [`error`]: the small types the rest is built from.
 //!
 //! Data flows one way: the engine calls in; nothing here calls back up.
+//!
+//! # How the engine uses it
+//!
+//! ```no_run
+//! use mcp::{Hub, Origin, ServerConfig, ServerSpec, SystemClock, TransportConfig, HttpConfig, Secret};
+//! use std::sync::Arc;
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn turn(hub: &Hub, launcher: &dyn mcp::StdioLauncher) -> Result<(), mcp::McpError> {
+//! // Once per turn: the session's `type: "mcp"` tools as specs (stdio is environment-origin).
+//! let mut http = HttpConfig::new("https://mcp.example.com/mcp");
+//! http.authorization = Some(Secret::new("Bearer …"));
+//! let specs = [ServerSpec {
+//!     config: ServerConfig::new("company", TransportConfig::Http(http)),
+//!     origin: Origin::Service,
+//!     required: true,
+//! }];
+//! let connected = hub.connect("org_1", "session_1", &specs, Some(launcher)).await;
+//! if let Some(failure) = connected.required_failure() {
+//!     return Err(failure.error.clone()); // fail the turn before the first model call
+//! }
+//! let tools = connected.toolset;
+//! let cancel = CancellationToken::new(); // the turn's cancellation
+//! // The model's tool calls, with their JSON arguments:
+//! let found = tools.search_tools_json(r#"{"query":"warehouse stock"}"#, &cancel).await?;
+//! let record = tools.call_tool_json(r#"{"server":"company","name":"get_inventory","arguments":{"sku":"SKU42"}}"#, &cancel).await;
+//! // `record` is the `mcp_call` item (arguments, output, error, status); `record.model_text()`
+//! // is the tool result the model sees.
+//! # let _ = (found, record, Arc::new(SystemClock));
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The hub itself is built once: `Hub::new(Arc::new(SystemClock))`. On session deletion call
+//! [`Hub::close_session`] (HTTP `DELETE` upstream); on environment deletion
+//! [`Hub::remove_sandbox`].
 
 pub mod broker;
 pub mod catalog;
