@@ -9,7 +9,7 @@
 //!   `(sandbox id, server_label)`; the first launch wins and a dead broker stays dead.
 //! - [`catalog`]: a server's `tools/list` (all pages) as a searchable [`Catalog`], and the
 //!   [`CatalogCache`] (30 s, keyed by organization, session, configuration and credentials).
-//! - [`search`]: `search_tools` over one or more catalogs: BM25 for `query`, linear-time regex for
+//! - [`mod@search`]: `search_tools` over one or more catalogs: BM25 for `query`, linear-time regex for
 //!   `pattern`.
 //! - [`hub`]: what the engine holds for the whole server: it connects a session's servers for a
 //!   turn (service-origin HTTP per session, environment-origin through brokers) and closes them

@@ -1,7 +1,6 @@
 //! `search_tools`: the request ([`SearchArgs`]) and its checks, and the search itself over a set
-//! of catalogs: BM25 for `query` ([`bm25`]), a case-insensitive regex for `pattern`
-//! ([`pattern`]). Each catalog carries an index built when it was fetched, so a search only
-//! reads.
+//! of catalogs: BM25 for `query` (`bm25`), a case-insensitive regex for `pattern` (`pattern`).
+//! Each catalog carries an index built by its first search, so later searches only read.
 
 mod bm25;
 mod haystack;
