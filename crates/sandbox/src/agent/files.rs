@@ -28,7 +28,7 @@ fn escape(path: &str) -> WireError {
 }
 
 fn invalid(path: &str, why: &str) -> WireError {
-    WireError::new(ErrorKind::InvalidPath, format!("{path}: {why}"))
+    WireError::invalid_path(path, why)
 }
 
 /// Resolves every symlink in the longest existing prefix of `path` and
@@ -143,6 +143,7 @@ pub(super) fn delete(path: &str) -> Result<(), WireError> {
 fn map_lexical(path: &str, e: crate::error::Error) -> WireError {
     match e {
         crate::error::Error::PathEscape(_) => escape(path),
+        crate::error::Error::InvalidPath { reason, .. } => invalid(path, &reason),
         other => invalid(path, &other.to_string()),
     }
 }

@@ -88,6 +88,9 @@ pub enum Reply {
 pub struct WireError {
     pub kind: ErrorKind,
     pub message: String,
+    /// Why a path is invalid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,17 +111,29 @@ pub enum ErrorKind {
 
 impl WireError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        WireError { kind, message: message.into(), size: None, limit: None }
+        WireError { kind, message: message.into(), reason: None, size: None, limit: None }
     }
 
     pub fn too_large(size: u64, limit: u64) -> Self {
-        WireError { kind: ErrorKind::TooLarge, message: String::new(), size: Some(size), limit: Some(limit) }
+        WireError {
+            kind: ErrorKind::TooLarge,
+            message: String::new(),
+            reason: None,
+            size: Some(size),
+            limit: Some(limit),
+        }
+    }
+
+    pub fn invalid_path(path: impl Into<String>, reason: impl Into<String>) -> Self {
+        WireError { reason: Some(reason.into()), ..WireError::new(ErrorKind::InvalidPath, path) }
     }
 
     pub fn into_error(self) -> Error {
         match self.kind {
             ErrorKind::PathEscape => Error::PathEscape(self.message),
-            ErrorKind::InvalidPath => Error::InvalidPath { path: self.message, reason: "rejected by the agent".into() },
+            ErrorKind::InvalidPath => {
+                Error::InvalidPath { path: self.message, reason: self.reason.unwrap_or_default() }
+            }
             ErrorKind::TooLarge => Error::TooLarge { size: self.size.unwrap_or(0), limit: self.limit.unwrap_or(0) },
             ErrorKind::NotFound => Error::NotFound(self.message),
             ErrorKind::Spawn => Error::Spawn(self.message),

@@ -40,6 +40,12 @@ async fn paths_that_escape_workspace_are_rejected_with_400() {
     }
     assert!(matches!(sb.list_dir("out").await, Err(Error::PathEscape(_))));
     assert!(matches!(sb.delete("/workspace").await, Err(Error::InvalidPath { .. })));
+    let err = sb.read_file("d").await.err().unwrap();
+    assert!(
+        matches!(err, Error::InvalidPath { ref path, ref reason } if path == "d" && reason == "is a directory"),
+        "{err}"
+    );
+    assert_eq!(err.http_status(), 400);
     assert!(matches!(sb.delete("..").await, Err(Error::PathEscape(_))));
 }
 
