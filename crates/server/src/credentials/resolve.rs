@@ -11,7 +11,9 @@ use secrets::Secret;
 /// compared as URLs (case and default ports normalized), the path without a
 /// trailing slash, and the query.
 pub fn same_server(a: &str, b: &str) -> bool {
-    fn key(u: &str) -> Option<(String, String, Option<u16>, String, Option<String>)> {
+    /// Scheme, host, port, path without a trailing slash, query.
+    type Key = (String, String, Option<u16>, String, Option<String>);
+    fn key(u: &str) -> Option<Key> {
         let u = Url::parse(u).ok()?;
         Some((
             u.scheme().to_string(),

@@ -170,7 +170,7 @@ async fn invalid_credentials_are_refused_naming_the_field() {
             "refresh_token": "r", "token_endpoint": "http://auth.example.com/token", "token_endpoint_auth": {"type": "none"}}}),
             "auth.refresh.token_endpoint",
         ),
-        (json!({"type": "bogus"}), "auth"),
+        (json!({"type": "bogus"}), "auth.type"),
     ];
     for (auth, param) in cases {
         let got = s.post(&path, json!({"name": "n", "auth": auth})).await;

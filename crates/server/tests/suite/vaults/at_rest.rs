@@ -9,7 +9,8 @@ use serde_json::json;
 use server::Config;
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 /// Distinct, greppable secrets.
 fn planted(tag: &str) -> String {
@@ -92,10 +93,10 @@ async fn a_wrong_or_missing_master_key_stops_the_start() {
     assert!(!file.exists(), "no new key is made for data sealed under another");
 
     // The original key, given through the environment, opens the data again.
-    let state = server::start(&config(Some(original.trim()))).await.ok().expect("the right key starts");
+    let Ok(state) = server::start(&config(Some(original.trim()))).await else { panic!("the right key starts") };
     let got = state
         .credentials
-        .resolve_mcp(&state_org(&state, &key).await, &[v.clone()], "https://m.example.com", None)
+        .resolve_mcp(&state_org(&state, &key).await, std::slice::from_ref(&v), "https://m.example.com", None)
         .await;
     assert_eq!(got.unwrap().unwrap().token.expose(), "t");
 }
@@ -105,13 +106,18 @@ async fn state_org(state: &server::AppState, _key: &str) -> String {
     state.store.find_organization("default").await.unwrap().unwrap().id
 }
 
-/// Log lines written while a guard is held (this thread's tasks only).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
+/// Log lines of the whole test binary, recorded while [`CAPTURING`] is above
+/// zero. A process-wide subscriber: a thread-scoped one misses events whose
+/// callsites other test threads registered concurrently.
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+static CAPTURING: AtomicUsize = AtomicUsize::new(0);
+static INSTALLED: OnceLock<bool> = OnceLock::new();
 
-impl Write for Captured {
+struct LogWriter;
+
+impl Write for LogWriter {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        LOGS.lock().unwrap().extend_from_slice(buf);
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -119,24 +125,24 @@ impl Write for Captured {
     }
 }
 
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
+/// Starts recording every log line at every level; false when another
+/// global subscriber was installed first.
+fn capture_logs() -> bool {
+    let installed = *INSTALLED.get_or_init(|| {
+        use tracing_subscriber::prelude::*;
+        let layer = tracing_subscriber::fmt::layer()
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .with_filter(tracing_subscriber::filter::filter_fn(|_| CAPTURING.load(Ordering::SeqCst) > 0));
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).is_ok()
+    });
+    CAPTURING.fetch_add(1, Ordering::SeqCst);
+    installed
 }
 
-// A current-thread runtime: the server's tasks run on this thread, under the
-// capturing subscriber.
-#[tokio::test(flavor = "current_thread")]
+#[tokio::test]
 async fn planted_secrets_appear_in_no_answer_event_error_or_log() {
-    let logs = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(logs.clone())
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    assert!(capture_logs(), "this test needs to install the process-wide log subscriber");
     let oauth = OauthServer::start().await;
     let s = TestServer::start().await;
     let mut seen = String::new();
@@ -201,7 +207,7 @@ async fn planted_secrets_appear_in_no_answer_event_error_or_log() {
     // revoked refresh token whose error answer quotes the token back.
     let creds = resolver(&s).await;
     let org = s.get("/v1/admin/keys").await.1["data"][0]["organization_id"].as_str().unwrap().to_string();
-    let got = creds.resolve_mcp(&org, &[v.clone()], "https://o.example.com", None).await.unwrap().unwrap();
+    let got = creds.resolve_mcp(&org, std::slice::from_ref(&v), "https://o.example.com", None).await.unwrap().unwrap();
     seen.push_str(&format!("{got:?}"));
     oauth.revoke(&refresh);
     let err = creds.force_refresh(&org, &got).await.unwrap_err();
@@ -217,7 +223,8 @@ async fn planted_secrets_appear_in_no_answer_event_error_or_log() {
     assert_eq!(envs[0].1.expose(), env, "the resolver itself sees the value");
     seen.push_str(&format!("{envs:?}"));
 
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    CAPTURING.fetch_sub(1, Ordering::SeqCst);
+    let logs = String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned();
     assert!(logs.contains("refreshed an OAuth access token"), "the log capture works");
     for secret in [&bearer, &access, &refresh, &client, &env, &oauth.last_issued()] {
         assert!(!seen.contains(secret.as_str()), "{secret} was emitted: {seen}");

@@ -47,13 +47,16 @@ pub fn in_seconds(seconds: i64) -> String {
     chrono::DateTime::from_timestamp(at, 0).unwrap().to_rfc3339()
 }
 
+/// One token request: its form fields and its `Authorization` header.
+pub type TokenRequest = (Vec<(String, String)>, Option<String>);
+
 /// What the fake token endpoint has seen and how it behaves.
 #[derive(Default)]
 pub struct OauthState {
     /// Refresh tokens it accepts.
     pub valid: Mutex<HashSet<String>>,
     /// Every request's form fields and Authorization header.
-    pub requests: Mutex<Vec<(Vec<(String, String)>, Option<String>)>>,
+    pub requests: Mutex<Vec<TokenRequest>>,
     /// Issue a new refresh token with each answer (rotation).
     pub rotate: Mutex<bool>,
     /// How long each answer takes (to make concurrent refreshes overlap).

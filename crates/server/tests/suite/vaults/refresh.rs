@@ -31,7 +31,7 @@ async fn a_token_expiring_soon_is_refreshed_before_use_and_stored() {
     let org = org_of(&s).await;
     let url = "https://MCP.example.com:443/mcp/";
 
-    let got = creds.resolve_mcp(&org, &[v.clone()], url, None).await.unwrap().unwrap();
+    let got = creds.resolve_mcp(&org, std::slice::from_ref(&v), url, None).await.unwrap().unwrap();
     assert_eq!(got.credential_id, c["id"].as_str().unwrap());
     assert_eq!(got.token.expose(), oauth.last_issued());
     assert_eq!(got.authorization().expose(), format!("Bearer {}", oauth.last_issued()));
@@ -50,7 +50,7 @@ async fn a_token_expiring_soon_is_refreshed_before_use_and_stored() {
     let (_, shown) = s.get(&format!("/v1/vaults/{v}/credentials/{}", got.credential_id)).await;
     let expires = chrono::DateTime::parse_from_rfc3339(shown["auth"]["expires_at"].as_str().unwrap()).unwrap();
     assert!((expires.timestamp() - server::now() - 3600).abs() < 60, "{shown}");
-    let again = creds.resolve_mcp(&org, &[v.clone()], url, None).await.unwrap().unwrap();
+    let again = creds.resolve_mcp(&org, std::slice::from_ref(&v), url, None).await.unwrap().unwrap();
     assert_eq!(again.token.expose(), got.token.expose());
     assert_eq!(oauth.calls(), 1);
 }
@@ -65,7 +65,8 @@ async fn a_401_forces_one_refresh_that_later_callers_reuse() {
     credential(&s, &v, oauth_auth(&oauth, 7200, "rt-1")).await;
     let (creds, org) = (resolver(&s).await, org_of(&s).await);
 
-    let first = creds.resolve_mcp(&org, &[v.clone()], "https://mcp.example.com/mcp", None).await.unwrap().unwrap();
+    let first =
+        creds.resolve_mcp(&org, std::slice::from_ref(&v), "https://mcp.example.com/mcp", None).await.unwrap().unwrap();
     assert_eq!(first.token.expose(), "original-access", "far from expiry: no refresh");
     assert_eq!(oauth.calls(), 0);
     let fresh = creds.force_refresh(&org, &first).await.unwrap();
@@ -124,14 +125,14 @@ async fn rotation_reaches_the_next_resolution() {
         credential(&s, &v, json!({"type": "static_bearer", "token": "t1", "mcp_server_url": "https://m.example.com"}))
             .await;
     let (creds, org) = (resolver(&s).await, org_of(&s).await);
-    let old = creds.resolve_mcp(&org, &[v.clone()], "https://m.example.com", None).await.unwrap().unwrap();
+    let old = creds.resolve_mcp(&org, std::slice::from_ref(&v), "https://m.example.com", None).await.unwrap().unwrap();
     assert_eq!(old.token.expose(), "t1");
     let path = format!("/v1/vaults/{v}/credentials/{}", c["id"].as_str().unwrap());
     assert_eq!(
         s.post(&path, json!({"auth": {"type": "static_bearer", "token": "t2"}})).await.0,
         reqwest::StatusCode::OK
     );
-    let new = creds.resolve_mcp(&org, &[v.clone()], "https://m.example.com", None).await.unwrap().unwrap();
+    let new = creds.resolve_mcp(&org, std::slice::from_ref(&v), "https://m.example.com", None).await.unwrap().unwrap();
     assert_eq!(new.token.expose(), "t2");
     // A 401 on the old token: the rotated one is the answer.
     assert_eq!(creds.force_refresh(&org, &old).await.unwrap().token.expose(), "t2");
@@ -167,7 +168,10 @@ async fn a_credential_is_chosen_by_id_or_as_the_only_one_for_the_url() {
     let id = |c: &Value| c["id"].as_str().unwrap().to_string();
     let both = [a.clone(), b.clone()];
 
-    assert_eq!(creds.resolve_mcp(&org, &[a.clone()], url, None).await.unwrap().unwrap().token.expose(), "ta");
+    assert_eq!(
+        creds.resolve_mcp(&org, std::slice::from_ref(&a), url, None).await.unwrap().unwrap().token.expose(),
+        "ta"
+    );
     let err = creds.resolve_mcp(&org, &both, url, None).await.unwrap_err();
     assert!(matches!(err, CredentialError::Ambiguous { .. }), "{err:?}");
     assert!(err.to_string().contains(&id(&first)) && err.to_string().contains(&id(&second)), "{err}");
@@ -176,7 +180,7 @@ async fn a_credential_is_chosen_by_id_or_as_the_only_one_for_the_url() {
     assert!(creds.resolve_mcp(&org, &both, "https://none.example.com", None).await.unwrap().is_none());
     let err = creds.resolve_mcp(&org, &both, url, Some(&id(&elsewhere))).await.unwrap_err();
     assert!(matches!(err, CredentialError::UrlMismatch { .. }), "a token goes only to its own server: {err:?}");
-    let err = creds.resolve_mcp(&org, &[a.clone()], url, Some(&id(&second))).await.unwrap_err();
+    let err = creds.resolve_mcp(&org, std::slice::from_ref(&a), url, Some(&id(&second))).await.unwrap_err();
     assert!(matches!(err, CredentialError::NotAttached { .. }), "{err:?}");
     let err = creds.resolve_mcp(&org, &both, url, Some(&id(&env))).await.unwrap_err();
     assert!(matches!(err, CredentialError::WrongKind { .. }), "{err:?}");
