@@ -42,7 +42,7 @@ async fn paths_that_escape_workspace_are_rejected_with_400() {
     assert!(matches!(sb.delete("/workspace").await, Err(Error::InvalidPath { .. })));
     let err = sb.read_file("d").await.err().unwrap();
     assert!(
-        matches!(err, Error::InvalidPath { ref path, ref reason } if path == "d" && reason == "is a directory"),
+        matches!(err, Error::InvalidPath { ref path, ref reason } if path == "/workspace/d" && reason == "is a directory"),
         "{err}"
     );
     assert_eq!(err.http_status(), 400);
