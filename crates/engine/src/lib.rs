@@ -12,11 +12,14 @@
 //! - [`tools`]: client functions and the hosted-tools plug-in point.
 
 pub mod bus;
+pub mod environments;
 pub mod error;
 pub mod history;
+pub mod hosted;
 pub mod journal;
 pub mod record;
 mod runtime;
+pub mod sandbox_tools;
 pub mod tools;
 pub mod turn;
 

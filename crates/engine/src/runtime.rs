@@ -352,6 +352,9 @@ impl Engine {
         let mut rec_after = None;
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };
+        if let Some(f) = &self.inner.hosted {
+            f.after_turn(org_id, &rec.session, &rec.turn.id).await;
+        }
         match ending {
             Ending::Completed => rec.finish(TurnStatus::Completed, None).await,
             Ending::Cancelled => rec.finish(TurnStatus::Cancelled, None).await,

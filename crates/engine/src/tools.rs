@@ -15,6 +15,14 @@ use tokio_util::sync::CancellationToken;
 /// own items (an `mcp_call`, a `command_execution`) through the recorder.
 pub struct HostedOutput {
     pub text: String,
+    /// Set when the turn cannot go on (its environment failed to start …).
+    pub fatal: Option<protocol::turn::TurnError>,
+}
+
+impl HostedOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self { text: text.into(), fatal: None }
+    }
 }
 
 /// Tools that run inside the server for one turn.
@@ -39,6 +47,9 @@ pub trait HostedTools: Send + Sync {
 #[async_trait::async_trait]
 pub trait HostedToolsFactory: Send + Sync {
     async fn for_turn(&self, org_id: &str, session: &protocol::session::SessionRecord) -> Vec<Arc<dyn HostedTools>>;
+    /// Runs after a turn's last step, before it is reported finished
+    /// (collecting the session's outputs into artifacts).
+    async fn after_turn(&self, _org_id: &str, _session: &protocol::session::SessionRecord, _turn_id: &str) {}
 }
 
 /// The tool set of one turn.

@@ -5,7 +5,7 @@
 use crate::error::Result;
 use crate::history::{self, output_text};
 use crate::record::{Recorder, add_usage};
-use crate::tools::ToolSet;
+use crate::tools::{HostedOutput, ToolSet};
 use futures::StreamExt;
 use models::{Message, ModelEvent, ModelRequest, ResolvedModel, ToolCall};
 use protocol::event::EventBody;
@@ -194,10 +194,13 @@ impl TurnRun {
             let parsed = call.parse_arguments();
             if let Some(hosted) = self.tools.hosted_for(&call.name) {
                 let answer = match parsed {
-                    Ok(args) => hosted.call(&call.name, &call.id, args, &mut self.rec, &self.cancel).await.text,
-                    Err(e) => format!("error: the arguments are not valid JSON: {e}"),
+                    Ok(args) => hosted.call(&call.name, &call.id, args, &mut self.rec, &self.cancel).await,
+                    Err(e) => HostedOutput::text(format!("error: the arguments are not valid JSON: {e}")),
                 };
-                answers.push(Message::tool_result(&call.id, answer));
+                if let Some(fatal) = answer.fatal {
+                    return Ok(Some(Ending::Failed(fatal)));
+                }
+                answers.push(Message::tool_result(&call.id, answer.text));
                 if self.cancel.is_cancelled() {
                     return Ok(Some(Ending::Cancelled));
                 }

@@ -20,6 +20,7 @@
 pub mod admin;
 pub mod agent;
 pub mod conversation;
+pub mod environment;
 pub mod error;
 pub mod event;
 pub mod ids;

@@ -18,11 +18,19 @@ pub enum EnvironmentParam {
     /// No execution environment.
     None,
     /// A new private hosted environment configured inline.
-    OpenaiHosted(Map<String, Value>),
+    OpenaiHosted(Box<crate::environment::EnvironmentConfig>),
     /// A self-hosted executor (not offered by this server).
     SelfHosted(Map<String, Value>),
-    /// Rebyte extension: share an existing Environment by id.
-    Reference { environment_id: String },
+    /// Rebyte extension: share an existing Environment by id. Carries only
+    /// `type` and `environment_id`.
+    Reference(EnvironmentReference),
+}
+
+/// `{"type": "reference", "environment_id": …}` and nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentReference {
+    pub environment_id: String,
 }
 
 /// Agent fields a session create may override over the saved agent.
@@ -191,10 +199,44 @@ impl SessionStatus {
 }
 
 /// The environment a session is attached to, as the server keeps it.
+#[allow(clippy::large_enum_variant)] // Kept inline: one per session record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum SessionEnvironment {
     None,
+    OpenaiHosted {
+        id: String,
+        capability_directories: Vec<String>,
+        files: Vec<crate::environment::HostedFile>,
+        network: crate::environment::NetworkView,
+        packages: crate::environment::PackagesView,
+        plugins: Vec<Value>,
+        skills: Vec<Value>,
+    },
+}
+
+impl SessionEnvironment {
+    /// The environment's id, if the session has one.
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            SessionEnvironment::None => None,
+            SessionEnvironment::OpenaiHosted { id, .. } => Some(id),
+        }
+    }
+}
+
+/// How a session relates to its environment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvironmentRole {
+    /// No environment.
+    #[default]
+    None,
+    /// Created it inline: outputs go to `/workspace/outputs`.
+    Owner,
+    /// Attached by reference, or on a standalone environment:
+    /// outputs go to `/workspace/outputs/sessions/<session_id>`.
+    Member,
 }
 
 /// Token usage, best effort.
@@ -235,6 +277,8 @@ pub struct SessionRecord {
     /// What the session waits for (client function calls), while `requires_action`.
     #[serde(default)]
     pub required_actions: Vec<Value>,
+    #[serde(default)]
+    pub environment_role: EnvironmentRole,
 }
 
 /// The part of a session the engine owns: written without touching the

@@ -90,8 +90,16 @@ enum KeysCommand {
     },
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
+fn main() -> Result<()> {
+    // Inside a sandbox this same executable is PID 1, the sandbox agent; it
+    // must start before any runtime threads exist.
+    if std::env::args().nth(1).as_deref() == Some("sandbox-agent") {
+        sandbox::agent::main();
+    }
+    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+}
+
+async fn run() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("REBYTE_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)

@@ -58,6 +58,13 @@ pub struct Config {
     pub master_key: Option<secrets::Secret>,
     /// The master key file; defaults to `<data_dir>/master.key`.
     pub master_key_file: Option<PathBuf>,
+    /// The program and arguments that become a sandbox's agent; default:
+    /// this executable's hidden `sandbox-agent` subcommand.
+    pub sandbox_agent: Option<(PathBuf, Vec<String>)>,
+    /// The limit of each environment setup command.
+    pub setup_timeout: std::time::Duration,
+    /// Sandboxes idle this long are paused.
+    pub idle_pause: std::time::Duration,
 }
 
 impl Config {
@@ -71,6 +78,9 @@ impl Config {
             models_toml: None,
             master_key: None,
             master_key_file: None,
+            sandbox_agent: None,
+            setup_timeout: std::time::Duration::from_secs(600),
+            idle_pause: std::time::Duration::from_secs(600),
         }
     }
 }
@@ -130,12 +140,28 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
         None => models::Registry::load(config.models_config.clone())?,
     };
-    let engine = engine::Engine::new(Arc::clone(&store), models, None).await?;
+    let local = match &config.sandbox_agent {
+        Some((program, args)) => sandbox::LocalConfig::with_agent(program, args.clone()),
+        None => sandbox::LocalConfig::default(),
+    };
+    let backend: Arc<dyn sandbox::Backend> = Arc::new(sandbox::LocalBackend::new(local));
+    let envs = engine::environments::Environments::new(
+        Arc::clone(&store),
+        backend,
+        engine::environments::EnvironmentsConfig {
+            root: config.data_dir.join("environments"),
+            setup_timeout: config.setup_timeout,
+            idle_pause: config.idle_pause,
+        },
+    );
+    envs.start_reaper();
+    let tools = Arc::new(engine::hosted::ServerTools { store: Arc::clone(&store), envs: Arc::clone(&envs) });
+    let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools)).await?;
     let recovered = engine.recover().await?;
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    Ok(AppState::new(store, engine, credentials))
+    Ok(AppState::new(store, engine, envs, credentials))
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.

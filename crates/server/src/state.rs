@@ -11,6 +11,7 @@ use store::Store;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub engine: Engine,
+    pub envs: Arc<engine::environments::Environments>,
     pub keys: Arc<KeyCache>,
     pub metrics: Arc<Metrics>,
     /// Vault credentials: sealing, choice, OAuth refresh.
@@ -18,7 +19,12 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Arc<dyn Store>, engine: Engine, credentials: Credentials) -> Self {
-        Self { store, engine, keys: Arc::default(), metrics: Arc::default(), credentials }
+    pub fn new(
+        store: Arc<dyn Store>,
+        engine: Engine,
+        envs: Arc<engine::environments::Environments>,
+        credentials: Credentials,
+    ) -> Self {
+        Self { store, engine, envs, keys: Arc::default(), metrics: Arc::default(), credentials }
     }
 }

@@ -13,6 +13,7 @@
 mod error;
 pub mod sqlite;
 mod sqlite_batch;
+mod sqlite_envs;
 mod sqlite_turns;
 mod sqlite_vaults;
 
@@ -62,6 +63,24 @@ pub enum Write {
     SessionState { org_id: String, session_id: Uuid, state: SessionState },
     /// Appends events whose ids were already assigned (`evt_<sequence>`).
     Event { session_id: Uuid, event: std::sync::Arc<Event> },
+}
+
+/// A file a session published from its output directory.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Artifact {
+    pub id: String,
+    pub object: String,
+    pub created_at: i64,
+    pub environment_id: String,
+    pub session_id: String,
+    pub turn_id: String,
+    /// Relative to the session's output directory.
+    pub path: String,
+    pub size_bytes: u64,
+    /// Hex SHA-256 of the content (not shown by the API).
+    #[serde(skip_serializing)]
+    #[serde(default)]
+    pub sha256: String,
 }
 
 /// Filters of the session list.
@@ -138,6 +157,27 @@ pub trait Store: Send + Sync + 'static {
     /// turn, oldest first: the history a model sees in that turn (input queued
     /// for later turns is left out).
     async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
+
+    /// Inserts or replaces an environment of `org_id`.
+    async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()>;
+    async fn get_environment(&self, org_id: &str, id: &str)
+    -> Result<Option<protocol::environment::EnvironmentRecord>>;
+    async fn list_environments(
+        &self,
+        org_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<protocol::environment::EnvironmentRecord>>;
+    async fn delete_environment(&self, org_id: &str, id: &str) -> Result<bool>;
+    /// How many sessions are attached to an environment.
+    async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64>;
+
+    /// Inserts an artifact, replacing the session's previous one at that path.
+    async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()>;
+    /// (path, sha256) of a session's artifacts.
+    async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>>;
+    async fn list_artifacts(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Artifact>>;
+    async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>>;
+    async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool>;
 
     /// Applies writes in order, in one transaction.
     async fn write_batch(&self, writes: &[Write]) -> Result<()>;

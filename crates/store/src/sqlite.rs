@@ -427,6 +427,64 @@ impl Store for SqliteStore {
         self.history_impl(org_id, session_id, turn_id).await
     }
 
+    async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()> {
+        self.put_environment_impl(org_id, env).await
+    }
+
+    async fn get_environment(
+        &self,
+        org_id: &str,
+        id: &str,
+    ) -> Result<Option<protocol::environment::EnvironmentRecord>> {
+        self.get_environment_impl(org_id, id).await
+    }
+
+    async fn list_environments(
+        &self,
+        org_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<protocol::environment::EnvironmentRecord>> {
+        self.list_environments_impl(org_id, page).await
+    }
+
+    async fn delete_environment(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_environment_impl(org_id, id).await
+    }
+
+    async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64> {
+        self.sessions_on_environment_impl(org_id, env_id).await
+    }
+
+    async fn put_artifact(&self, org_id: &str, artifact: &crate::Artifact, content: &[u8]) -> Result<()> {
+        self.put_artifact_impl(org_id, artifact, content).await
+    }
+
+    async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>> {
+        self.artifact_hashes_impl(org_id, session_id).await
+    }
+
+    async fn list_artifacts(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        page: &PageRequest,
+    ) -> Result<Page<crate::Artifact>> {
+        self.list_artifacts_impl(org_id, session_id, page).await
+    }
+
+    async fn get_artifact(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        id: &str,
+    ) -> Result<Option<(crate::Artifact, Vec<u8>)>> {
+        self.get_artifact_impl(org_id, session_id, id).await
+    }
+
+    async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool> {
+        self.delete_artifact_impl(org_id, session_id, id).await
+    }
+
     async fn write_batch(&self, writes: &[crate::Write]) -> Result<()> {
         self.write_batch_impl(writes).await
     }

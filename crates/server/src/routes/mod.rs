@@ -3,7 +3,9 @@
 
 pub mod admin;
 pub mod agents;
+pub mod artifacts;
 pub mod conversations;
+pub mod environments;
 pub mod events;
 pub mod ops;
 pub mod responses;
@@ -30,6 +32,18 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/agents/sessions/{session_id}/turns/{turn_id}", get(turns::retrieve))
         .route("/agents/sessions/{session_id}/turns/{turn_id}/items", get(turns::items))
         .route("/agents/sessions/{session_id}/items", get(turns::session_items))
+        .route("/agents/sessions/{session_id}/artifacts", get(artifacts::list))
+        .route(
+            "/agents/sessions/{session_id}/artifacts/{artifact_id}",
+            get(artifacts::retrieve).delete(artifacts::delete),
+        )
+        .route("/agents/sessions/{session_id}/artifacts/{artifact_id}/content", get(artifacts::content))
+        .route("/agents/environments", post(environments::create).get(environments::list))
+        .route("/agents/environments/{environment_id}", get(environments::retrieve).delete(environments::delete))
+        .route(
+            "/agents/environments/{environment_id}/files",
+            post(environments::create_file).get(environments::list_files),
+        )
         .route("/agents/{agent_id}", get(agents::retrieve).post(agents::update).delete(agents::delete))
         .route("/conversations", post(conversations::create))
         .route(

@@ -7,7 +7,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{self, Json, ListQuery};
 use crate::now;
 use crate::routes::agents;
-use crate::routes::events;
+use crate::routes::{environments, events};
 use crate::sse::{self, Until};
 use crate::state::AppState;
 use axum::extract::{Path, RawQuery, State};
@@ -15,8 +15,10 @@ use axum::response::{IntoResponse, Response};
 use protocol::Metadata;
 use protocol::admin::Scope;
 use protocol::agent::AgentConfig;
+use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
 use protocol::event::EventBody;
 use protocol::list::List;
+use protocol::session::EnvironmentRole;
 use protocol::session::{
     EnvironmentParam, INLINE_AGENT_ID, Session, SessionAgent, SessionCreate, SessionDeleted, SessionEnvironment,
     SessionRecord, SessionStatus, SessionUpdate,
@@ -73,6 +75,7 @@ pub fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
         review: Default::default(),
         usage: None,
         required_actions: Vec::new(),
+        environment_role: Default::default(),
     }
 }
 
@@ -87,20 +90,56 @@ fn parse_input(input: Option<serde_json::Value>) -> ApiResult<Option<Vec<Vec<pro
     input.into_messages().map(Some).map_err(|m| ApiError::invalid("input", m))
 }
 
-pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<SessionCreate>) -> ApiResult<Response> {
-    auth.require(Scope::TasksWrite)?;
-    match &req.environment {
-        EnvironmentParam::None => {}
-        EnvironmentParam::OpenaiHosted(_) | EnvironmentParam::Reference { .. } => {
-            return Err(ApiError::unsupported("environment.type", "environments are not supported yet"));
+/// The environment a new session gets, checked before anything is written.
+enum Attach {
+    None,
+    /// A private environment created with (and owned by) the session.
+    Inline(EnvironmentRecord),
+    /// An existing environment, shared by reference.
+    Reference(EnvironmentRecord),
+}
+
+async fn attach(state: &AppState, auth: &Auth, param: &EnvironmentParam) -> ApiResult<Attach> {
+    match param {
+        EnvironmentParam::None => Ok(Attach::None),
+        EnvironmentParam::OpenaiHosted(config) => {
+            let files = environments::check_config("environment", config)?;
+            Ok(Attach::Inline(environments::new_record((**config).clone(), files, None)))
+        }
+        EnvironmentParam::Reference(r) => {
+            let env = environments::load(state, auth, &r.environment_id).await?;
+            match env.status {
+                EnvironmentStatus::Initializing => Err(ApiError::Conflict(format!(
+                    "environment '{}' is running its setup; create the session when it finishes",
+                    env.id
+                ))),
+                EnvironmentStatus::Failed => Err(ApiError::Conflict(format!(
+                    "environment '{}' failed to initialize and cannot take new sessions",
+                    env.id
+                ))),
+                _ => Ok(Attach::Reference(env)),
+            }
         }
         EnvironmentParam::SelfHosted(_) => {
-            return Err(ApiError::unsupported(
-                "environment.type",
-                "self_hosted environments are not offered by this server",
-            ));
+            Err(ApiError::unsupported("environment.type", "self_hosted environments are not offered by this server"))
         }
     }
+}
+
+/// The session resource with its environment as it is now.
+pub async fn render(state: &AppState, auth: &Auth, record: &SessionRecord) -> ApiResult<Session> {
+    let mut session = record.resource();
+    if let Some(env_id) = record.environment.id()
+        && let Some(env) = state.store.get_environment(&auth.org_id, env_id).await?
+    {
+        session.environment = env.session_view();
+    }
+    Ok(session)
+}
+
+pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<SessionCreate>) -> ApiResult<Response> {
+    auth.require(Scope::TasksWrite)?;
+    let attach = attach(&state, &auth, &req.environment).await?;
     let input = parse_input(req.input)?;
     let stream = req.stream == Some(true);
     if stream && input.is_none() {
@@ -133,7 +172,33 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     record.prompt_cache_options = req.prompt_cache_options;
     record.review = req.review.unwrap_or_default();
     record.vault_ids = vault_ids;
-    state.store.create_session(&auth.org_id, &record).await?;
+    match attach {
+        Attach::None => {}
+        Attach::Inline(mut env) => {
+            env.owner_session = Some(record.id.to_string());
+            state.store.put_environment(&auth.org_id, &env).await?;
+            record.environment = env.session_view();
+            record.environment_role = EnvironmentRole::Owner;
+        }
+        Attach::Reference(env) => {
+            // The first reference makes an environment shared, for good.
+            let env = state
+                .envs
+                .update(&auth.org_id, &env.id, |e| e.shared = true)
+                .await?
+                .ok_or_else(|| ApiError::not_found("environment", &env.id))?;
+            record.environment = env.session_view();
+            record.environment_role = EnvironmentRole::Member;
+        }
+    }
+    if let Err(e) = state.store.create_session(&auth.org_id, &record).await {
+        if record.environment_role == EnvironmentRole::Owner
+            && let Some(env_id) = record.environment.id()
+        {
+            let _ = state.store.delete_environment(&auth.org_id, env_id).await;
+        }
+        return Err(e.into());
+    }
     let rx = stream.then(|| state.engine.bus().subscribe(record.id));
     state.engine.bus().publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }]);
     let turn = match input {
@@ -145,7 +210,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
             Ok(sse::events(state.store.clone(), state.engine.clone(), record.id, rx, None, Until::TurnEnds(turn.id))
                 .into_response())
         }
-        _ => Ok(axum::Json(load(&state, &auth, record.id).await?.resource()).into_response()),
+        _ => Ok(axum::Json(render(&state, &auth, &load(&state, &auth, record.id).await?).await?).into_response()),
     }
 }
 
@@ -155,7 +220,8 @@ pub async fn retrieve(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Session>> {
     auth.require(Scope::TasksRead)?;
-    Ok(axum::Json(load(&state, &auth, extract::session_id(&id)?).await?.resource()))
+    let record = load(&state, &auth, extract::session_id(&id)?).await?;
+    Ok(axum::Json(render(&state, &auth, &record).await?))
 }
 
 pub async fn update(
@@ -214,9 +280,18 @@ pub async fn delete(
 ) -> ApiResult<axum::Json<SessionDeleted>> {
     auth.require(Scope::TasksWrite)?;
     let uuid = extract::session_id(&id)?;
+    let record = load(&state, &auth, uuid).await?;
     if !state.store.delete_session(&auth.org_id, uuid).await? {
         return Err(ApiError::not_found("session", &id));
     }
     state.engine.forget(uuid);
+    // A private environment goes with its session; a shared one stays.
+    if record.environment_role == EnvironmentRole::Owner
+        && let Some(env_id) = record.environment.id()
+        && let Some(env) = state.store.get_environment(&auth.org_id, env_id).await?
+        && !env.shared
+    {
+        environments::remove(&state, &auth.org_id, env_id).await?;
+    }
     Ok(axum::Json(SessionDeleted { id, object: "agent.session.deleted".into(), deleted: true }))
 }

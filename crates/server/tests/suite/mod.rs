@@ -4,6 +4,7 @@ mod agents;
 mod auth;
 mod bad_input;
 mod conversations;
+mod environments;
 mod ops;
 mod responses;
 mod sessions;

@@ -27,6 +27,14 @@ pub fn models_toml(model: &test_support::model_server::ModelServer) -> String {
     )
 }
 
+/// `target/<profile>/rebyte`, next to this test binary's `deps/` directory.
+pub fn rebyte_bin() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe.parent().and_then(|d| d.parent()).unwrap().join("rebyte");
+    assert!(bin.exists(), "{} is missing: run `cargo build --bins` before the tests", bin.display());
+    bin
+}
+
 pub fn test_key(tag: &str) -> String {
     let body: String =
         format!("{tag}{}", uuid::Uuid::new_v4().simple()).chars().filter(|c| c.is_ascii_alphanumeric()).collect();
@@ -54,6 +62,8 @@ impl TestServer {
     pub async fn start_in(dir: TempDir, configure: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::new(dir.path());
         config.bootstrap_key = Some(test_key("boot"));
+        // Sandboxes run the real binary's agent (`cargo build --bins` first).
+        config.sandbox_agent = Some((rebyte_bin(), vec!["sandbox-agent".into()]));
         configure(&mut config);
         let key = config.bootstrap_key.clone().unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

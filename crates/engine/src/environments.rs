@@ -1,0 +1,302 @@
+//! The environment manager: one sandbox per environment, initialized lazily
+//! and exactly once however many sessions and file requests ask at the same
+//! time (single-flight, in a task of its own so that a cancelled caller does
+//! not cancel setup), paused after idling and resumed on use.
+
+use futures::future::{BoxFuture, FutureExt, Shared};
+use protocol::environment::{EnvironmentError, EnvironmentRecord, EnvironmentStatus, FileParam, NetworkAccess};
+use sandbox::{Backend, NetworkPolicy, Sandbox, SandboxSpec, SetupFile, SetupSpec};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use store::Store;
+
+/// How environments are run.
+#[derive(Debug, Clone)]
+pub struct EnvironmentsConfig {
+    /// Each environment's files live in `<root>/<id>/workspace`.
+    pub root: PathBuf,
+    /// The limit of each setup command.
+    pub setup_timeout: Duration,
+    /// A sandbox unused this long is paused.
+    pub idle_pause: Duration,
+}
+
+/// Why an environment cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvFailure {
+    pub code: String,
+    pub message: String,
+}
+
+impl EnvFailure {
+    fn new(code: &str, message: impl Into<String>) -> Self {
+        Self { code: code.into(), message: message.into() }
+    }
+}
+
+type Init = Shared<BoxFuture<'static, Result<Arc<dyn Sandbox>, EnvFailure>>>;
+
+/// One environment's live state on this server.
+struct Live {
+    org_id: String,
+    init: Option<Init>,
+    last_used: Option<Instant>,
+    paused: bool,
+}
+
+/// Runs environments' sandboxes.
+pub struct Environments {
+    store: Arc<dyn Store>,
+    backend: Arc<dyn Backend>,
+    config: EnvironmentsConfig,
+    live: Mutex<HashMap<String, Live>>,
+    // Serializes read-modify-write of environment records on this server.
+    records: tokio::sync::Mutex<()>,
+}
+
+impl Environments {
+    pub fn new(store: Arc<dyn Store>, backend: Arc<dyn Backend>, config: EnvironmentsConfig) -> Arc<Self> {
+        Arc::new(Self { store, backend, config, live: Mutex::default(), records: tokio::sync::Mutex::new(()) })
+    }
+
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The host directory of an environment's files.
+    pub fn workspace(&self, env_id: &str) -> PathBuf {
+        self.config.root.join(env_id).join("workspace")
+    }
+
+    /// Applies `change` to a stored environment record.
+    pub async fn update(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        change: impl FnOnce(&mut EnvironmentRecord),
+    ) -> store::Result<Option<EnvironmentRecord>> {
+        let _guard = self.records.lock().await;
+        let Some(mut record) = self.store.get_environment(org_id, env_id).await? else { return Ok(None) };
+        change(&mut record);
+        self.store.put_environment(org_id, &record).await?;
+        Ok(Some(record))
+    }
+
+    /// The environment's sandbox, initializing it on first use. Concurrent
+    /// callers share one initialization; dropping the returned future does
+    /// not stop it.
+    pub async fn sandbox(self: &Arc<Self>, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+        let init = {
+            let mut live = self.live();
+            let entry = live.entry(env_id.to_string()).or_insert_with(|| Live {
+                org_id: org_id.to_string(),
+                init: None,
+                last_used: None,
+                paused: false,
+            });
+            entry.last_used = Some(Instant::now());
+            match &entry.init {
+                Some(init) => init.clone(),
+                None => {
+                    let this = Arc::clone(self);
+                    let (org, env) = (org_id.to_string(), env_id.to_string());
+                    let task = tokio::spawn(async move { this.initialize(&org, &env).await });
+                    let init: Init = async move {
+                        task.await.unwrap_or_else(|e| {
+                            Err(EnvFailure::new("sandbox_error", format!("initialization panicked: {e}")))
+                        })
+                    }
+                    .boxed()
+                    .shared();
+                    entry.init = Some(init.clone());
+                    init
+                }
+            }
+        };
+        let sandbox = init.await?;
+        let resumed = {
+            let mut live = self.live();
+            live.get_mut(env_id).is_some_and(|l| {
+                l.last_used = Some(Instant::now());
+                std::mem::replace(&mut l.paused, false)
+            })
+        };
+        if resumed {
+            let _ = sandbox.resume().await;
+            let _ = self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Ready).await;
+        }
+        Ok(sandbox)
+    }
+
+    /// Starts initialization without waiting for it.
+    pub fn warm(self: &Arc<Self>, org_id: &str, env_id: &str) {
+        let this = Arc::clone(self);
+        let (org, env) = (org_id.to_string(), env_id.to_string());
+        tokio::spawn(async move {
+            let _ = this.sandbox(&org, &env).await;
+        });
+    }
+
+    /// The sandbox if it is already running on this server (never initializes).
+    pub fn running(&self, env_id: &str) -> Option<Arc<dyn Sandbox>> {
+        let live = self.live();
+        live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
+    }
+
+    async fn initialize(&self, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+        let store_err = |e: store::Error| EnvFailure::new("internal_error", e.to_string());
+        let record = self.store.get_environment(org_id, env_id).await.map_err(store_err)?;
+        let record = record
+            .ok_or_else(|| EnvFailure::new("resource_not_found", format!("environment {env_id} no longer exists")))?;
+        if record.status == EnvironmentStatus::Failed {
+            let e = record.error.unwrap_or_else(|| EnvironmentError {
+                code: "sandbox_error".into(),
+                message: "initialization failed".into(),
+                step: None,
+                output: None,
+            });
+            return Err(EnvFailure::new(
+                "sandbox_error",
+                format!("environment {env_id} failed to initialize: {}", e.message),
+            ));
+        }
+        // Setup runs once in an environment's life: a restart recreates the
+        // sandbox over the same files without repeating it.
+        let first = matches!(record.status, EnvironmentStatus::Pending | EnvironmentStatus::Initializing);
+        if first {
+            self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Initializing).await.map_err(store_err)?;
+        }
+        let dir = self.config.root.join(env_id);
+        let workspace = dir.join("workspace");
+        let home = dir.join("home");
+        for d in [&workspace, &home] {
+            std::fs::create_dir_all(d)
+                .map_err(|e| EnvFailure::new("sandbox_error", format!("cannot create {}: {e}", d.display())))?;
+        }
+        let mut spec = SandboxSpec::new(env_id, &workspace);
+        spec.home = Some(home);
+        spec.network = match record.config.network.as_ref().map(|n| n.access) {
+            Some(NetworkAccess::Enabled) => NetworkPolicy::Enabled,
+            _ => NetworkPolicy::Disabled,
+        };
+        spec.env = record.config.env.clone().unwrap_or_default();
+        let sandbox = match self.backend.create(spec).await {
+            Ok(s) => s,
+            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None).await),
+        };
+        if first {
+            match sandbox::apply_setup(sandbox.as_ref(), &self.setup_spec(&record)).await {
+                Ok(log) => {
+                    self.update(org_id, env_id, |r| {
+                        r.status = EnvironmentStatus::Ready;
+                        r.setup_log = Some(log.log);
+                    })
+                    .await
+                    .map_err(store_err)?;
+                }
+                Err(e) => {
+                    let _ = sandbox.destroy().await;
+                    let (step, output, message) = match &e {
+                        sandbox::Error::Setup(f) => (f.step.clone(), Some(f.output.clone()), e.to_string()),
+                        other => ("setup".to_string(), None, other.to_string()),
+                    };
+                    return Err(self.fail(org_id, env_id, &step, message, output).await);
+                }
+            }
+        } else {
+            self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Ready).await.map_err(store_err)?;
+        }
+        Ok(sandbox)
+    }
+
+    fn setup_spec(&self, record: &EnvironmentRecord) -> SetupSpec {
+        let c = &record.config;
+        let files = c.files.iter().flatten().filter_map(|f| match f {
+            FileParam::Inline { path, data } => Some(SetupFile { path: path.clone(), data: data.clone() }),
+            FileParam::FileId { .. } => None,
+        });
+        let commands = c.setup_commands.iter().flatten().map(|s| match &s.cwd {
+            Some(cwd) => format!("cd '{}' && {}", cwd.replace('\'', r"'\''"), s.command),
+            None => s.command.clone(),
+        });
+        let p = record.packages();
+        SetupSpec {
+            files: files.collect(),
+            env: c.env.clone().unwrap_or_default(),
+            setup_commands: commands.collect(),
+            packages: sandbox::Packages { python: p.python, npm: p.npm, system: p.system },
+            command_timeout: self.config.setup_timeout,
+        }
+    }
+
+    /// Records a final initialization failure and returns it.
+    async fn fail(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        step: &str,
+        message: String,
+        output: Option<String>,
+    ) -> EnvFailure {
+        let error =
+            EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
+        let _ = self
+            .update(org_id, env_id, |r| {
+                r.status = EnvironmentStatus::Failed;
+                r.error = Some(error);
+            })
+            .await;
+        EnvFailure::new("sandbox_error", format!("environment {env_id} failed to initialize at `{step}`: {message}"))
+    }
+
+    /// Stops everything in an environment and forgets it; its files stay
+    /// unless `remove_files`.
+    pub async fn destroy(&self, env_id: &str, remove_files: bool) {
+        let init = self.live().remove(env_id).and_then(|l| l.init);
+        if let Some(init) = init
+            && let Some(Ok(sandbox)) = init.peek().cloned()
+        {
+            let _ = sandbox.destroy().await;
+        }
+        if remove_files {
+            let _ = std::fs::remove_dir_all(self.config.root.join(env_id));
+        }
+    }
+
+    /// Pauses sandboxes idle for longer than the configured time. Runs until
+    /// the manager is dropped.
+    pub fn start_reaper(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let period = (self.config.idle_pause / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(period).await;
+                let Some(this) = weak.upgrade() else { return };
+                this.pause_idle().await;
+            }
+        });
+    }
+
+    async fn pause_idle(&self) {
+        let idle: Vec<(String, String, Arc<dyn Sandbox>)> = {
+            let mut live = self.live();
+            live.iter_mut()
+                .filter(|(_, l)| !l.paused && l.last_used.is_some_and(|t| t.elapsed() >= self.config.idle_pause))
+                .filter_map(|(id, l)| {
+                    let sandbox = l.init.as_ref()?.peek()?.as_ref().ok()?.clone();
+                    l.paused = true;
+                    Some((id.clone(), l.org_id.clone(), sandbox))
+                })
+                .collect()
+        };
+        for (id, org, sandbox) in idle {
+            if let Err(e) = sandbox.pause().await {
+                tracing::warn!(environment = %id, error = %e, "pausing an idle sandbox failed");
+                continue;
+            }
+            let _ = self.update(&org, &id, |r| r.status = EnvironmentStatus::Suspended).await;
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! The built-in tools of a session with an environment — `shell`,
+//! `read_file`, `write_file` — running in the environment's sandbox, and the
+//! collection of the session's output directory into its artifacts.
+
+use crate::environments::Environments;
+use crate::record::{Recorder, now};
+use crate::tools::{HostedOutput, HostedTools};
+use models::ToolSpec;
+use protocol::event::EventBody;
+use protocol::item::{Item, ItemStatus, new_item_id};
+use protocol::session::{EnvironmentRole, SessionRecord};
+use protocol::turn::TurnError;
+use sandbox::{ExecEvent, ExecRequest, Sandbox};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Output kept in history per command; the rest goes to a log file.
+const HISTORY_LIMIT: usize = 16 * 1024;
+/// Default and largest command timeouts.
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Largest file read back to the model.
+const READ_LIMIT: usize = 256 * 1024;
+
+/// Where a session's outputs go inside the sandbox.
+pub fn output_dir(session: &SessionRecord) -> String {
+    match session.environment_role {
+        EnvironmentRole::Owner => "/workspace/outputs".to_string(),
+        _ => format!("/workspace/outputs/sessions/{}", session.id),
+    }
+}
+
+/// The sandbox tools of one turn.
+pub struct SandboxTools {
+    pub envs: Arc<Environments>,
+    pub org_id: String,
+    pub env_id: String,
+    pub session_id: String,
+    pub output_dir: String,
+}
+
+impl SandboxTools {
+    async fn sandbox(&self) -> Result<Arc<dyn Sandbox>, HostedOutput> {
+        match self.envs.sandbox(&self.org_id, &self.env_id).await {
+            Ok(s) => Ok(s),
+            Err(e) => Err(HostedOutput {
+                text: format!("error: {}", e.message),
+                fatal: Some(TurnError::new(e.code, e.message)),
+            }),
+        }
+    }
+
+    fn env(&self) -> std::collections::BTreeMap<String, String> {
+        [
+            ("REBYTE_OUTPUT_DIR".to_string(), self.output_dir.clone()),
+            ("REBYTE_SESSION_ID".to_string(), self.session_id.clone()),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    async fn shell(&self, call_id: &str, args: &Value, rec: &mut Recorder, cancel: &CancellationToken) -> HostedOutput {
+        let Some(command) = args.get("command").and_then(Value::as_str).map(str::to_string) else {
+            return HostedOutput::text("error: `command` (a string) is required");
+        };
+        let cwd = args.get("cwd").and_then(Value::as_str).map(str::to_string);
+        let timeout =
+            args.get("timeout_ms").and_then(Value::as_u64).unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
+        let sandbox = match self.sandbox().await {
+            Ok(s) => s,
+            Err(out) => return out,
+        };
+        let item_id = new_item_id();
+        let turn_id = rec_turn(rec);
+        let item =
+            |output: Option<String>, exit_code: Option<i64>, duration_ms: Option<i64>, status| Item::CommandExecution {
+                id: item_id.clone(),
+                turn_id: turn_id.clone(),
+                call_id: call_id.to_string(),
+                command: command.clone(),
+                cwd: cwd.clone(),
+                output,
+                exit_code,
+                duration_ms,
+                status,
+            };
+        let index = match rec.add_item(item(None, None, None, ItemStatus::InProgress)).await {
+            Ok(i) => i,
+            Err(e) => return HostedOutput::text(format!("error: {e}")),
+        };
+        let prepare = format!("mkdir -p '{}'", self.output_dir);
+        if let Ok(e) = sandbox.exec(ExecRequest::new(prepare)).await {
+            let _ = e.wait().await;
+        }
+        let mut request = ExecRequest::new(command.clone()).timeout(Duration::from_millis(timeout));
+        request.cwd = cwd.clone();
+        request.env = self.env();
+        let started = std::time::Instant::now();
+        let mut execution = match sandbox.exec(request).await {
+            Ok(e) => e,
+            Err(e) => {
+                let text = format!("error: could not start the command: {e}");
+                let _ =
+                    rec.done_item(item(Some(text.clone()), None, None, ItemStatus::Failed), index, Vec::new()).await;
+                return HostedOutput::text(text);
+            }
+        };
+        let killer = execution.killer();
+        let mut output = Vec::new();
+        let (sid, tid) = (rec.session.id.to_string(), rec.turn.id.clone());
+        let status = loop {
+            let event = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => {
+                    let _ = killer.kill().await;
+                    break None;
+                }
+                ev = execution.next() => ev,
+            };
+            match event {
+                Ok(Some(ExecEvent::Stdout(b) | ExecEvent::Stderr(b))) => {
+                    output.extend_from_slice(&b);
+                    let delta = String::from_utf8_lossy(&b).into_owned();
+                    let _ = rec
+                        .emit(vec![EventBody::CommandOutputDelta {
+                            session_id: sid.clone(),
+                            turn_id: tid.clone(),
+                            item_id: item_id.clone(),
+                            output_index: index,
+                            delta,
+                        }])
+                        .await;
+                }
+                Ok(Some(ExecEvent::Exit(status))) => break Some(status),
+                Ok(None) => break None,
+                Err(e) => {
+                    output.extend_from_slice(format!("\n[sandbox error: {e}]").as_bytes());
+                    break None;
+                }
+            }
+        };
+        let duration_ms = started.elapsed().as_millis() as i64;
+        let full = String::from_utf8_lossy(&output).into_owned();
+        let shown = self.truncate(&sandbox, &item_id, full).await;
+        let (code, item_status, note) = match status {
+            Some(s) if s.timed_out => {
+                (s.code.map(i64::from), ItemStatus::Failed, format!("timed out after {timeout} ms"))
+            }
+            Some(s) => (
+                s.code.map(i64::from),
+                if s.success() { ItemStatus::Completed } else { ItemStatus::Failed },
+                String::new(),
+            ),
+            None => (None, ItemStatus::Incomplete, "stopped".to_string()),
+        };
+        let _ = rec.done_item(item(Some(shown.clone()), code, Some(duration_ms), item_status), index, Vec::new()).await;
+        let code_text = code.map_or_else(|| "none".to_string(), |c| c.to_string());
+        HostedOutput::text(format!(
+            "exit code: {code_text}{}\n{shown}",
+            if note.is_empty() { String::new() } else { format!(" ({note})") }
+        ))
+    }
+
+    /// Keeps the head and tail of long output; the whole goes to a log file.
+    async fn truncate(&self, sandbox: &Arc<dyn Sandbox>, item_id: &str, full: String) -> String {
+        if full.len() <= HISTORY_LIMIT {
+            return full;
+        }
+        let path = format!("/workspace/.rebyte/logs/{item_id}.log");
+        let saved = sandbox.write_file(&path, full.clone().into_bytes()).await.is_ok();
+        let head: String = full.chars().take(HISTORY_LIMIT / 2).collect();
+        let tail: String = {
+            let v: Vec<char> = full.chars().rev().take(HISTORY_LIMIT / 2).collect();
+            v.into_iter().rev().collect()
+        };
+        let omitted = full.len().saturating_sub(head.len() + tail.len());
+        let where_ = if saved { format!("; the full output is in {path}") } else { String::new() };
+        format!("{head}\n[… {omitted} bytes omitted{where_} …]\n{tail}")
+    }
+
+    async fn file_op(&self, name: &str, call_id: &str, args: &Value, rec: &mut Recorder) -> HostedOutput {
+        let Some(path) = args.get("path").and_then(Value::as_str).map(str::to_string) else {
+            return HostedOutput::text("error: `path` (a string) is required");
+        };
+        let sandbox = match self.sandbox().await {
+            Ok(s) => s,
+            Err(out) => return out,
+        };
+        let started = std::time::Instant::now();
+        let (text, ok) = if name == "read_file" {
+            match sandbox.read_file(&path).await {
+                Ok(bytes) if bytes.len() > READ_LIMIT => {
+                    (format!("error: {path} has {} bytes; read it with shell in parts", bytes.len()), false)
+                }
+                Ok(bytes) => (String::from_utf8_lossy(&bytes).into_owned(), true),
+                Err(e) => (format!("error: {e}"), false),
+            }
+        } else {
+            let content = args.get("content").and_then(Value::as_str).unwrap_or_default().to_string();
+            let size = content.len();
+            match sandbox.write_file(&path, content.into_bytes()).await {
+                Ok(()) => (format!("wrote {size} bytes to {path}"), true),
+                Err(e) => (format!("error: {e}"), false),
+            }
+        };
+        let item = Item::CommandExecution {
+            id: new_item_id(),
+            turn_id: rec_turn(rec),
+            call_id: call_id.to_string(),
+            command: format!("{name} {path}"),
+            cwd: None,
+            output: Some(if name == "read_file" && ok { format!("{} bytes", text.len()) } else { text.clone() }),
+            exit_code: Some(if ok { 0 } else { 1 }),
+            duration_ms: Some(started.elapsed().as_millis() as i64),
+            status: if ok { ItemStatus::Completed } else { ItemStatus::Failed },
+        };
+        let _ = rec.add_done_item(item).await;
+        HostedOutput::text(text)
+    }
+}
+
+fn rec_turn(rec: &Recorder) -> String {
+    rec.turn.id.clone()
+}
+
+#[async_trait::async_trait]
+impl HostedTools for SandboxTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        vec![
+            ToolSpec::new(
+                "shell",
+                "Run a shell command in the environment's sandbox (/workspace). Write deliverables to $REBYTE_OUTPUT_DIR.",
+                json!({"type": "object", "properties": {
+                    "command": {"type": "string"}, "cwd": {"type": "string"},
+                    "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS}},
+                    "required": ["command"]}),
+            ),
+            ToolSpec::new(
+                "read_file",
+                "Read a text file of the environment (a path under /workspace).",
+                json!({"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+            ),
+            ToolSpec::new(
+                "write_file",
+                "Write a text file of the environment (a path under /workspace), creating directories.",
+                json!({"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                       "required": ["path", "content"]}),
+            ),
+        ]
+    }
+
+    fn handles(&self, name: &str) -> bool {
+        matches!(name, "shell" | "read_file" | "write_file")
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        call_id: &str,
+        arguments: Value,
+        rec: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> HostedOutput {
+        match name {
+            "shell" => self.shell(call_id, &arguments, rec, cancel).await,
+            _ => self.file_op(name, call_id, &arguments, rec).await,
+        }
+    }
+}
+
+/// Publishes the session's output directory as artifacts of `turn_id`: new
+/// or changed files only. Does nothing if the sandbox is not running.
+pub async fn collect_outputs(
+    envs: &Environments,
+    store: &dyn store::Store,
+    org_id: &str,
+    session: &SessionRecord,
+    env_id: &str,
+    turn_id: &str,
+) {
+    let Some(sandbox) = envs.running(env_id) else { return };
+    let root = output_dir(session);
+    let skip_sessions = session.environment_role == EnvironmentRole::Owner;
+    let known: std::collections::HashMap<String, String> =
+        store.artifact_hashes(org_id, session.id).await.unwrap_or_default().into_iter().collect();
+    let mut stack = vec![String::new()];
+    let mut seen = 0;
+    while let Some(rel) = stack.pop() {
+        let dir = if rel.is_empty() { root.clone() } else { format!("{root}/{rel}") };
+        let Ok(entries) = sandbox.list_dir(&dir).await else { continue };
+        for entry in entries {
+            let child = if rel.is_empty() { entry.name.clone() } else { format!("{rel}/{}", entry.name) };
+            match entry.kind {
+                sandbox::FileKind::Dir if !(skip_sessions && child == "sessions") => stack.push(child),
+                sandbox::FileKind::File => {
+                    seen += 1;
+                    if seen > 1000 {
+                        return;
+                    }
+                    let Ok(content) = sandbox.read_file(&format!("{root}/{child}")).await else { continue };
+                    let sha = sha256_hex(&content);
+                    if known.get(&child) == Some(&sha) {
+                        continue;
+                    }
+                    let artifact = store::Artifact {
+                        id: format!("art_{}", uuid::Uuid::new_v4().simple()),
+                        object: "agent.session.artifact".into(),
+                        created_at: now(),
+                        environment_id: env_id.to_string(),
+                        session_id: session.id.to_string(),
+                        turn_id: turn_id.to_string(),
+                        path: child,
+                        size_bytes: content.len() as u64,
+                        sha256: sha,
+                    };
+                    if let Err(e) = store.put_artifact(org_id, &artifact, &content).await {
+                        tracing::warn!(error = %e, "storing an artifact failed");
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn sha256_hex(data: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(data).iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,294 @@
+//! Environments: one sandbox with its files, processes and setup, created
+//! lazily on first use and shareable by many sessions by reference.
+
+use crate::Metadata;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A file placed in the environment at initialization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FileParam {
+    /// Base64 `data` written at `path`.
+    Inline { path: String, data: String },
+    /// An uploaded file (not offered by this server).
+    FileId { path: String, file_id: String },
+}
+
+/// A setup command, run once at initialization.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SetupCommand {
+    pub command: String,
+    #[serde(default)]
+    pub cwd: Option<String>,
+}
+
+/// Packages installed at initialization.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PackagesParam {
+    #[serde(default)]
+    pub npm: Option<Vec<String>>,
+    #[serde(default)]
+    pub python: Option<Vec<String>>,
+    #[serde(default)]
+    pub system: Option<Vec<String>>,
+}
+
+/// Network access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    Enabled,
+    #[default]
+    Disabled,
+    Restricted,
+}
+
+/// The network policy of an environment.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetworkParam {
+    pub access: NetworkAccess,
+    #[serde(default)]
+    pub allowed_domains: Option<Vec<String>>,
+    #[serde(default)]
+    pub blocked_domains: Option<Vec<String>>,
+}
+
+/// An environment credential bound to the environment (Rebyte extension).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VaultCredentialBinding {
+    pub vault_id: String,
+    pub credential_id: String,
+}
+
+/// Desktop provisioning (not offered).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DesktopParam {
+    pub enabled: bool,
+}
+
+/// An `openai_hosted` environment's configuration, as requests send it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentConfig {
+    #[serde(default)]
+    pub files: Option<Vec<FileParam>>,
+    #[serde(default)]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    pub setup_commands: Option<Vec<SetupCommand>>,
+    #[serde(default)]
+    pub packages: Option<PackagesParam>,
+    #[serde(default)]
+    pub network: Option<NetworkParam>,
+    #[serde(default)]
+    pub capability_directories: Option<Vec<String>>,
+    #[serde(default)]
+    pub container_size: Option<String>,
+    #[serde(default)]
+    pub desktop: Option<DesktopParam>,
+    #[serde(default)]
+    pub environment_template_id: Option<String>,
+    #[serde(default)]
+    pub environment_id: Option<String>,
+    #[serde(default)]
+    pub plugins: Option<Vec<serde_json::Value>>,
+    #[serde(default)]
+    pub skills: Option<Vec<serde_json::Value>>,
+    /// Rebyte extension: environment credentials from vaults.
+    #[serde(default)]
+    pub vault_credentials: Option<Vec<VaultCredentialBinding>>,
+}
+
+/// The constant `"openai_hosted"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HostedKind {
+    OpenaiHosted,
+}
+
+/// `{"type": "openai_hosted", …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostedEnvironmentParam {
+    #[serde(rename = "type")]
+    pub kind: HostedKind,
+    #[serde(flatten)]
+    pub config: EnvironmentConfig,
+}
+
+/// `POST /v1/agents/environments`.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentCreate {
+    pub environment: HostedEnvironmentParam,
+    #[serde(default)]
+    pub vault_ids: Option<Vec<String>>,
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+}
+
+/// Where an environment is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EnvironmentStatus {
+    /// Identity reserved, nothing started.
+    Pending,
+    /// Initialization is running.
+    Initializing,
+    Ready,
+    /// Paused after idling; resumes on use.
+    Suspended,
+    /// Initialization failed; final.
+    Failed,
+}
+
+/// Why initialization failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentError {
+    pub code: String,
+    pub message: String,
+    /// The failing step (`setup_commands[1]`, `packages.python` …).
+    pub step: Option<String>,
+    /// What it printed.
+    pub output: Option<String>,
+}
+
+/// A file of the environment's initial configuration, as resources show it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HostedFile {
+    pub id: String,
+    pub path: String,
+    pub size_bytes: u64,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// An environment as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvironmentRecord {
+    pub id: String,
+    pub created_at: i64,
+    pub status: EnvironmentStatus,
+    pub error: Option<EnvironmentError>,
+    /// The session that created it inline (a private environment), if any.
+    pub owner_session: Option<String>,
+    /// Set by the first reference; never cleared.
+    pub shared: bool,
+    pub metadata: Metadata,
+    pub config: EnvironmentConfig,
+    pub files: Vec<HostedFile>,
+    /// What initialization printed.
+    pub setup_log: Option<String>,
+    pub vault_ids: Vec<String>,
+}
+
+/// The environment resource (`agent.environment`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Environment {
+    pub id: String,
+    pub object: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub status: EnvironmentStatus,
+    pub created_at: i64,
+    pub files: Vec<HostedFile>,
+    pub plugins: Vec<serde_json::Value>,
+    pub skills: Vec<serde_json::Value>,
+    pub capability_directories: Vec<String>,
+    pub network: NetworkView,
+    pub packages: PackagesView,
+    /// Rebyte extension: why initialization failed.
+    pub error: Option<EnvironmentError>,
+    /// Rebyte extension: `private` (owned by the session that created it) or `shared`.
+    pub lifetime: String,
+    /// Rebyte extension: what initialization printed.
+    pub setup_log: Option<String>,
+    pub metadata: Metadata,
+}
+
+/// The network policy as resources show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NetworkView {
+    pub access: NetworkAccess,
+    pub allowed_domains: Vec<String>,
+}
+
+/// Packages as resources show them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PackagesView {
+    pub npm: Vec<String>,
+    pub python: Vec<String>,
+    pub system: Vec<String>,
+}
+
+/// `DELETE /v1/agents/environments/{id}` (Rebyte extension).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentDeleted {
+    pub id: String,
+    pub object: String,
+    pub deleted: bool,
+}
+
+/// A live file of an environment (`agent.environment.file`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentFile {
+    pub environment_id: String,
+    pub object: String,
+    pub path: String,
+    pub size_bytes: u64,
+}
+
+impl EnvironmentRecord {
+    pub fn network(&self) -> NetworkView {
+        let n = self.config.network.clone().unwrap_or_default();
+        NetworkView { access: n.access, allowed_domains: n.allowed_domains.unwrap_or_default() }
+    }
+
+    pub fn packages(&self) -> PackagesView {
+        let p = self.config.packages.clone().unwrap_or_default();
+        PackagesView {
+            npm: p.npm.unwrap_or_default(),
+            python: p.python.unwrap_or_default(),
+            system: p.system.unwrap_or_default(),
+        }
+    }
+
+    /// The public resource.
+    pub fn resource(&self) -> Environment {
+        Environment {
+            id: self.id.clone(),
+            object: "agent.environment".into(),
+            kind: "openai_hosted".into(),
+            status: self.status,
+            created_at: self.created_at,
+            files: self.files.clone(),
+            plugins: Vec::new(),
+            skills: Vec::new(),
+            capability_directories: self.config.capability_directories.clone().unwrap_or_default(),
+            network: self.network(),
+            packages: self.packages(),
+            error: self.error.clone(),
+            lifetime: if self.shared || self.owner_session.is_none() { "shared".into() } else { "private".into() },
+            setup_log: self.setup_log.clone(),
+            metadata: self.metadata.clone(),
+        }
+    }
+
+    /// The view a session resource shows of its environment.
+    pub fn session_view(&self) -> crate::session::SessionEnvironment {
+        crate::session::SessionEnvironment::OpenaiHosted {
+            id: self.id.clone(),
+            capability_directories: self.config.capability_directories.clone().unwrap_or_default(),
+            files: self.files.clone(),
+            network: self.network(),
+            packages: self.packages(),
+            plugins: Vec::new(),
+            skills: Vec::new(),
+        }
+    }
+}
