@@ -120,7 +120,9 @@ pub enum NetworkPolicy {
 #[serde(rename_all = "snake_case")]
 pub enum Rlimit {
     Nproc,
-    As,
+    /// Private writable memory (heap, anonymous maps); unlike RLIMIT_AS it
+    /// does not count address space merely reserved (V8, the JVM).
+    Data,
     Fsize,
     Core,
 }
@@ -129,7 +131,7 @@ pub enum Rlimit {
 /// offers them (v2 or v1), else to rlimits; everything is best effort.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Memory of the whole sandbox (cgroup), or of each process (RLIMIT_AS).
+    /// Memory of the whole sandbox (cgroup), or of each process (RLIMIT_DATA).
     pub memory_bytes: Option<u64>,
     /// Processes in the whole sandbox (cgroup pids), or RLIMIT_NPROC.
     pub max_processes: Option<u64>,

@@ -116,7 +116,7 @@ fn setup(cfg: &InitConfig) -> Result<(), String> {
         use nix::sys::resource::{Resource, setrlimit};
         let r = match resource {
             crate::api::Rlimit::Nproc => Resource::RLIMIT_NPROC,
-            crate::api::Rlimit::As => Resource::RLIMIT_AS,
+            crate::api::Rlimit::Data => Resource::RLIMIT_DATA,
             crate::api::Rlimit::Fsize => Resource::RLIMIT_FSIZE,
             crate::api::Rlimit::Core => Resource::RLIMIT_CORE,
         };

@@ -46,6 +46,11 @@ impl CgroupSupport {
         self.freezer.is_some()
     }
 
+    /// No cgroups at all (configuration, or tests of the fallbacks).
+    pub fn disabled() -> CgroupSupport {
+        CgroupSupport { notes: vec!["cgroups disabled by configuration".into()], ..Default::default() }
+    }
+
     /// Reads `/proc/self/mountinfo` and `/proc/self/cgroup`.
     pub fn detect() -> CgroupSupport {
         let mut s = CgroupSupport::default();

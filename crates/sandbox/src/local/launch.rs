@@ -62,7 +62,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         rlimits.push((Rlimit::Fsize, n));
     }
     if let (false, Some(n)) = (enforced.memory, limits.memory_bytes) {
-        rlimits.push((Rlimit::As, n));
+        rlimits.push((Rlimit::Data, n));
     }
     if let (false, Some(n)) = (enforced.pids, limits.max_processes) {
         rlimits.push((Rlimit::Nproc, n));
@@ -192,7 +192,7 @@ mod tests {
         assert!(init.binds.iter().filter(|b| !b.device && b.target != "/workspace").all(|b| !b.writable));
         assert!(init.loopback && init.tmpfs_home);
         assert!(init.rlimits.contains(&(Rlimit::Nproc, 1024)));
-        assert!(!init.rlimits.iter().any(|(r, _)| *r == Rlimit::As));
+        assert!(!init.rlimits.iter().any(|(r, _)| *r == Rlimit::Data));
         assert_eq!(init.env["HOME"], "/root");
     }
 }

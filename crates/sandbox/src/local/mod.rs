@@ -34,6 +34,9 @@ pub struct LocalConfig {
     pub toolchain: Toolchain,
     /// How long a new sandbox may take to report ready.
     pub ready_timeout: Duration,
+    /// Use cgroups where the host offers them (limits, freezing). Without,
+    /// limits fall back to rlimits and pause to SIGSTOP/SIGCONT.
+    pub use_cgroups: bool,
 }
 
 impl Default for LocalConfig {
@@ -43,6 +46,7 @@ impl Default for LocalConfig {
             agent_args: vec!["sandbox-agent".into()],
             toolchain: Toolchain::detect(),
             ready_timeout: Duration::from_secs(10),
+            use_cgroups: true,
         }
     }
 }
@@ -64,7 +68,8 @@ pub struct LocalBackend {
 impl LocalBackend {
     /// Detects the host's cgroup support once.
     pub fn new(config: LocalConfig) -> Self {
-        LocalBackend { config: Arc::new(config), cgroups: Arc::new(CgroupSupport::detect()) }
+        let cgroups = if config.use_cgroups { CgroupSupport::detect() } else { CgroupSupport::disabled() };
+        LocalBackend { config: Arc::new(config), cgroups: Arc::new(cgroups) }
     }
 
     /// What the host offers for limits and pausing, and why not.

@@ -39,7 +39,7 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
     let sb = start_with("memhog", |s| s.limits.memory_bytes = Some(128 << 20)).await;
     let (memory_by_cgroup, _) = sb.cgroup_limits();
     if !memory_by_cgroup {
-        println!("note: no memory cgroup; RLIMIT_AS bounds each process instead");
+        println!("note: no memory cgroup; RLIMIT_DATA bounds each process instead");
     }
     // `tail` keeps a newline-free stream in memory: 1 GiB of it.
     let out = sb
@@ -55,4 +55,26 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
     assert!(!out.status.timed_out, "the hog was not stopped by the limit");
     assert_ne!(out.stdout_str().trim(), "1073741824", "1 GiB fit under a 128 MiB limit");
     assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
+}
+
+#[tokio::test]
+async fn without_cgroups_a_memory_hog_is_stopped_by_its_rlimit() {
+    let sb = start_on(&backend_without_cgroups(), "memhog-rlimit", |s| s.limits.memory_bytes = Some(128 << 20)).await;
+    assert_eq!(sb.cgroup_limits(), (false, false));
+    let out = sb
+        .exec(
+            ExecRequest::new("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c")
+                .timeout(Duration::from_secs(60)),
+        )
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    assert!(!out.status.timed_out);
+    assert!(out.stderr_str().contains("memory"), "{}", out.stderr_str());
+    assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
+    // Runtimes that reserve address space still start under RLIMIT_DATA.
+    let node = run(&*sb.sandbox, "node -e 'console.log(1)'").await;
+    assert!(node.status.success() || node.stderr_str().contains("not found"), "{}", node.stderr_str());
 }

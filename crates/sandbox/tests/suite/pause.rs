@@ -11,7 +11,15 @@ fn counter(sb: &TestSandbox) -> u64 {
 
 #[tokio::test]
 async fn pause_and_resume_keep_a_running_process_and_its_files() {
-    let sb = start("pause").await;
+    pause_and_resume(start("pause").await).await;
+}
+
+#[tokio::test]
+async fn without_a_freezer_cgroup_pause_stops_and_resume_continues_every_process() {
+    pause_and_resume(start_on(&backend_without_cgroups(), "pause-signals", |_| {}).await).await;
+}
+
+async fn pause_and_resume(sb: TestSandbox) {
     sh(&*sb.sandbox, "echo kept > file.txt").await;
     let loop_cmd = "i=0; while true; do i=$((i+1)); echo $i > counter.tmp; mv counter.tmp counter; sleep 0.01; done";
     let exec = sb.exec(ExecRequest::new(loop_cmd)).await.unwrap();

@@ -39,10 +39,21 @@ pub async fn start(prefix: &str) -> TestSandbox {
 }
 
 pub async fn start_with(prefix: &str, edit: impl FnOnce(&mut SandboxSpec)) -> TestSandbox {
+    start_on(&backend(), prefix, edit).await
+}
+
+/// A backend that uses no cgroups: rlimits and SIGSTOP/SIGCONT instead.
+pub fn backend_without_cgroups() -> LocalBackend {
+    let mut config = LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte-sandbox-agent"), vec![]);
+    config.use_cgroups = false;
+    LocalBackend::new(config)
+}
+
+pub async fn start_on(backend: &LocalBackend, prefix: &str, edit: impl FnOnce(&mut SandboxSpec)) -> TestSandbox {
     let dir = tempfile::tempdir().unwrap();
     let mut spec = SandboxSpec::new(unique_id(prefix), dir.path().join("workspace"));
     edit(&mut spec);
-    let sandbox = backend().create_local(spec).await.unwrap();
+    let sandbox = backend.create_local(spec).await.unwrap();
     TestSandbox { dir, sandbox }
 }
 
