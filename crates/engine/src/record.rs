@@ -17,6 +17,22 @@ pub fn now() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
 }
 
+/// The turn error code (one the `openai` client knows) for a model failure.
+pub fn model_error_code(e: &models::ModelError) -> &'static str {
+    use models::ModelError as M;
+    match e {
+        M::UnknownModel { .. } => "resource_not_found",
+        M::Config { .. } => "invalid_request",
+        M::Status { status: 401 | 403, .. } => "authentication_error",
+        M::Status { status: 404, .. } => "resource_not_found",
+        M::Status { status: 429, .. } => "rate_limit_exceeded",
+        M::Status { status: 400..=499, .. } => "invalid_request",
+        M::Connect { .. } => "connection_failed",
+        M::Timeout { .. } => "request_timeout",
+        _ => "server_error",
+    }
+}
+
 /// Adds one usage record to a running total.
 pub fn add_usage(total: &mut Option<TokenUsage>, u: &models::Usage) {
     let t = total.get_or_insert_with(TokenUsage::default);

@@ -94,6 +94,7 @@ impl Engine {
         for (org_id, turn) in open {
             let Ok(session_id) = Uuid::parse_str(&turn.session_id) else { continue };
             let Some(session) = self.inner.store.get_session(&org_id, session_id).await? else { continue };
+            self.close_interrupted_items(&org_id, session_id, &turn.id).await?;
             let mut rec = self.recorder(&org_id, session, turn);
             let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
             rec.finish(TurnStatus::Failed, Some(error)).await?;
@@ -102,14 +103,69 @@ impl Engine {
         Ok(count)
     }
 
+    /// Marks the items a crashed turn left in progress as incomplete; a
+    /// partial answer gets back the text its stored deltas carried.
+    async fn close_interrupted_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<()> {
+        let store = &self.inner.store;
+        let open: Vec<Item> = store
+            .turn_items(org_id, session_id, turn_id)
+            .await?
+            .into_iter()
+            .filter(|i| {
+                matches!(
+                    i,
+                    Item::Message { status: ItemStatus::InProgress, .. }
+                        | Item::FunctionCall { status: ItemStatus::InProgress, .. }
+                        | Item::McpCall { status: ItemStatus::InProgress, .. }
+                        | Item::CommandExecution { status: ItemStatus::InProgress, .. }
+                )
+            })
+            .collect();
+        if open.is_empty() {
+            return Ok(());
+        }
+        let mut texts: HashMap<String, String> = HashMap::new();
+        let mut after = 0;
+        loop {
+            let events = store.events_after(session_id, after, 1000).await?;
+            let Some(last) = events.last() else { break };
+            after = store::event_seq(&last.event_id).unwrap_or(i64::MAX);
+            for e in &events {
+                if let EventBody::OutputTextDelta { item_id, delta, .. } = &e.body {
+                    texts.entry(item_id.clone()).or_default().push_str(delta);
+                }
+            }
+        }
+        for mut item in open {
+            match &mut item {
+                Item::Message { id, status, content, .. } => {
+                    *status = ItemStatus::Incomplete;
+                    if let Some(text) = texts.remove(id.as_str()) {
+                        *content = vec![Content::OutputText { text }];
+                    }
+                }
+                Item::FunctionCall { status, .. }
+                | Item::McpCall { status, .. }
+                | Item::CommandExecution { status, .. } => {
+                    *status = ItemStatus::Incomplete;
+                }
+                Item::FunctionCallOutput { .. } => {}
+            }
+            self.write(Write::Item { org_id: org_id.to_string(), session_id, item });
+        }
+        Ok(())
+    }
+
     /// Commits a new queued turn with the user's messages and schedules it.
     pub async fn submit_input(
         &self,
         org_id: &str,
         session: &SessionRecord,
         messages: Vec<Vec<Content>>,
+        background: bool,
     ) -> Result<Turn> {
-        let turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
+        let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
+        turn.background = background;
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
         let mut events = vec![EventBody::TurnCreated {
             session_id: session.id.to_string(),
@@ -334,7 +390,14 @@ impl Engine {
         rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
         let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
             Ok(m) => m,
-            Err(e) => return rec.finish(TurnStatus::Failed, Some(TurnError::new(e.code(), e.to_string()))).await,
+            Err(e) => {
+                return rec
+                    .finish(
+                        TurnStatus::Failed,
+                        Some(TurnError::new(crate::record::model_error_code(&e), e.to_string())),
+                    )
+                    .await;
+            }
         };
         let hosted = match &self.inner.hosted {
             Some(f) => f.for_turn(org_id, &rec.session).await,

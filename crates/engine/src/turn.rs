@@ -136,7 +136,7 @@ impl TurnRun {
                     self.close_message(message, text, ItemStatus::Incomplete, None).await?;
                     let model = &self.rec.session.agent.config.model;
                     return Ok(Step::Ended(Ending::Failed(TurnError::new(
-                        e.code(),
+                        crate::record::model_error_code(&e),
                         format!("model '{model}' failed: {e}"),
                     ))));
                 }

@@ -60,6 +60,13 @@ fn string_of(value: &Value) -> Value {
 /// An output item of a response; `None` for items a response does not show
 /// (user messages, function call outputs, command executions).
 pub fn output_item(item: &Item) -> Option<Value> {
+    output_item_of(item, false)
+}
+
+/// An output item; `settled` shows calls that wait for the caller as
+/// completed (the response ended there, as with OpenAI).
+fn output_item_of(item: &Item, settled: bool) -> Option<Value> {
+    let call_status = |s: ItemStatus| if settled && s == ItemStatus::InProgress { "completed" } else { item_status(s) };
     match item {
         Item::Message { id, role: Role::Assistant, status, content, phase, .. } => Some(json!({
             "id": id, "type": "message", "role": "assistant", "status": item_status(*status),
@@ -67,7 +74,7 @@ pub fn output_item(item: &Item) -> Option<Value> {
         })),
         Item::FunctionCall { id, call_id, name, arguments, status, .. } => Some(json!({
             "id": id, "type": "function_call", "call_id": call_id, "name": name,
-            "arguments": crate::response::arguments(arguments), "status": item_status(*status),
+            "arguments": crate::response::arguments(arguments), "status": call_status(*status),
         })),
         Item::McpCall { id, server_label, name, arguments, output, error, status, .. } => Some(json!({
             "id": id, "type": "mcp_call", "server_label": server_label, "name": name,
@@ -111,6 +118,15 @@ pub fn conversation_item(item: &Item) -> Option<Value> {
     }
 }
 
+/// The Responses error code for a turn error code (the original stays in `type`).
+fn error_code(code: &str) -> &'static str {
+    match code {
+        "rate_limit_exceeded" => "rate_limit_exceeded",
+        "invalid_request" => "invalid_prompt",
+        _ => "server_error",
+    }
+}
+
 /// Token usage in the Responses shape.
 pub fn usage(usage: &TokenUsage) -> Value {
     json!({
@@ -134,8 +150,10 @@ pub struct ResponseContext<'a> {
 
 /// The whole `response` object of a turn.
 pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value {
-    let output: Vec<Value> = items.iter().filter_map(output_item).collect();
-    let error = turn.error.as_ref().map(|e| json!({"code": e.code, "message": e.message}));
+    let waiting = turn.status == TurnStatus::Waiting;
+    let output: Vec<Value> = items.iter().filter_map(|i| output_item_of(i, waiting)).collect();
+    let error = turn.error.as_ref().map(|e| json!({"code": error_code(&e.code), "message": e.message, "type": e.code}));
+    let completed_at = if waiting { turn.started_at.or(Some(turn.created_at)) } else { turn.completed_at };
     json!({
         "id": response_id(&turn.id),
         "object": "response",
@@ -152,8 +170,8 @@ pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value
         "tool_choice": "auto",
         "tools": ctx.tools,
         "top_p": null,
-        "background": ctx.background,
-        "completed_at": turn.completed_at,
+        "background": ctx.background || turn.background,
+        "completed_at": completed_at,
         "conversation": {"id": crate::ids::CONVERSATION_PREFIX.to_string() + &turn.session_id},
         "usage": turn.usage.as_ref().map(usage),
     })

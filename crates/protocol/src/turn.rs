@@ -61,6 +61,9 @@ pub struct Turn {
     pub subagent_id: Option<String>,
     pub usage: Option<TokenUsage>,
     pub prompt_cache_options: Option<PromptCacheOptions>,
+    /// Rebyte extension: submitted as a background response.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 impl Turn {
@@ -79,6 +82,7 @@ impl Turn {
             subagent_id: None,
             usage: None,
             prompt_cache_options: None,
+            background: false,
         }
     }
 }

@@ -96,6 +96,8 @@ fn field_of(path: &str, message: &str) -> Option<String> {
         (".", None) => None,
         (".", Some(field)) => Some(field.to_string()),
         (path, None) => Some(path.to_string()),
+        // serde_path_to_error already ends the path with an unknown field.
+        (path, Some(field)) if path == field || path.ends_with(&format!(".{field}")) => Some(path.to_string()),
         (path, Some(field)) => Some(format!("{path}.{field}")),
     }
 }

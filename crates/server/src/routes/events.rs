@@ -49,7 +49,7 @@ pub async fn submit(
     session: &SessionRecord,
     messages: Vec<Vec<Content>>,
 ) -> ApiResult<protocol::turn::Turn> {
-    state.engine.submit_input(&auth.org_id, session, messages).await.map_err(engine_error)
+    state.engine.submit_input(&auth.org_id, session, messages, false).await.map_err(engine_error)
 }
 
 /// One checked input, ready to apply.

@@ -302,8 +302,15 @@ pub async fn create(
     let session = conversation(&state, &auth, &mut req).await?;
     let mut rx = state.engine.bus().subscribe(session.id);
     let turn_id = match planned {
-        Planned::Messages(messages) => Uuid::parse_str(&events::submit(&state, &auth, &session, messages).await?.id)
-            .map_err(|e| ApiError::Internal(e.to_string()))?,
+        Planned::Messages(messages) => Uuid::parse_str(
+            &state
+                .engine
+                .submit_input(&auth.org_id, &session, messages, req.background == Some(true))
+                .await
+                .map_err(events::engine_error)?
+                .id,
+        )
+        .map_err(|e| ApiError::Internal(e.to_string()))?,
         Planned::Results(results) => {
             let turn_id = state.engine.active_turn(session.id).ok_or_else(|| {
                 ApiError::invalid("input", "the conversation has no response waiting for function_call_output")

@@ -165,6 +165,9 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
         }
     };
     if let Some(overrides) = req.agent {
+        if overrides.model.as_deref() == Some("") {
+            return Err(ApiError::invalid("agent.model", "model cannot be empty"));
+        }
         overrides.apply(&mut agent.config);
     }
     check_agent(&agent.config)?;
@@ -233,6 +236,9 @@ pub async fn update(
     auth.require(Scope::TasksWrite)?;
     let id = extract::session_id(&id)?;
     let mut record = load(&state, &auth, id).await?;
+    if req.agent.as_ref().and_then(|a| a.model.as_deref()) == Some("") {
+        return Err(ApiError::invalid("agent.model", "model cannot be empty"));
+    }
     req.apply(&mut record);
     validate::metadata("metadata", &record.metadata)?;
     check_agent(&record.agent.config)?;

@@ -50,7 +50,14 @@ impl Translator {
         let body = &event.body;
         match body {
             EventBody::TurnInProgress { .. } => {
-                if let Some(r) = self.snapshot().await {
+                if let Some(mut r) = self.snapshot().await {
+                    // The store may already hold a later state: this event
+                    // reports the moment the turn started.
+                    r["status"] = json!("in_progress");
+                    r["output"] = json!([]);
+                    r["completed_at"] = Value::Null;
+                    r["usage"] = Value::Null;
+                    r["error"] = Value::Null;
                     self.push(json!({"type": "response.in_progress", "response": r}));
                 }
             }
@@ -114,6 +121,10 @@ impl Translator {
                 self.started = true;
                 let mut created = self.snapshot().await?;
                 created["output"] = json!([]);
+                created["status"] = json!(if self.background { "queued" } else { "in_progress" });
+                created["completed_at"] = Value::Null;
+                created["usage"] = Value::Null;
+                created["error"] = Value::Null;
                 self.push(json!({"type": "response.created", "response": created}));
                 continue;
             }
