@@ -78,3 +78,12 @@ async fn without_cgroups_a_memory_hog_is_stopped_by_its_rlimit() {
     let node = run(&*sb.sandbox, "node -e 'console.log(1)'").await;
     assert!(node.status.success() || node.stderr_str().contains("not found"), "{}", node.stderr_str());
 }
+
+#[tokio::test]
+async fn a_process_cannot_write_a_file_past_the_file_size_limit() {
+    let sb = start_with("fsize", |s| s.limits.max_file_bytes = Some(1 << 20)).await;
+    let out = run(&*sb.sandbox, "head -c 2000000 /dev/zero > big.bin").await;
+    assert!(!out.status.success());
+    assert_eq!(std::fs::metadata(sb.host_path("big.bin")).unwrap().len(), 1 << 20);
+    sh(&*sb.sandbox, "head -c 1000 /dev/zero > small.bin").await;
+}
