@@ -3,7 +3,9 @@
 //! trip, and N idle sandboxes alive at once (host overhead per sandbox).
 //!
 //! `cargo bench -p sandbox --bench sandbox` (env: `ITER`, default 200;
-//! `IDLE`, default 500). Prints a Markdown table.
+//! `IDLE`, default 500; `AGENT` and `AGENT_ARGS` to run another agent
+//! executable, e.g. `target/release/rebyte` with `sandbox-agent`). Prints a
+//! Markdown table.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use sandbox::local::LocalSandbox;
@@ -143,8 +145,13 @@ fn main() {
     rt.block_on(bench());
 }
 
+/// The crate's agent binary, or `AGENT` (e.g. `target/release/rebyte`)
+/// started with the arguments in `AGENT_ARGS` (e.g. `sandbox-agent`).
 fn backend() -> LocalBackend {
-    LocalBackend::new(LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte-sandbox-agent"), vec![]))
+    let program = std::env::var("AGENT").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rebyte-sandbox-agent").to_string());
+    let args =
+        std::env::var("AGENT_ARGS").map(|a| a.split_whitespace().map(String::from).collect()).unwrap_or_default();
+    LocalBackend::new(LocalConfig::with_agent(program, args))
 }
 
 async fn bench() {
@@ -237,7 +244,12 @@ async fn bench() {
     drop(scope);
 
     println!("\n### Sandbox (issue 4)\n");
-    println!("ITER={} IDLE={idle}, {} cores\n", bench.n, std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "ITER={} IDLE={idle}, {} cores, agent {}\n",
+        bench.n,
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::env::var("AGENT").unwrap_or_else(|_| "rebyte-sandbox-agent".into())
+    );
     println!("| measure | n | p50 ms | p90 ms | p99 ms | target |");
     println!("| --- | --- | --- | --- | --- | --- |");
     for r in rows {
