@@ -135,7 +135,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
     let cipher = credentials::open_cipher(store.as_ref(), config).await?;
-    let credentials = credentials::Credentials::new(Arc::clone(&store), cipher);
+    let credentials = credentials::Credentials::new(Arc::clone(&store), cipher)
+        .map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let models = match &config.models_toml {
         Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
         None => models::Registry::load(config.models_config.clone())?,

@@ -45,6 +45,8 @@ pub enum CredentialError {
     Open(String),
     #[error("credential '{0}' could not be encrypted")]
     Seal(String),
+    #[error("cannot build the HTTP client for token endpoints: {0}")]
+    HttpClient(String),
     #[error("store error: {0}")]
     Store(#[from] store::Error),
 }
@@ -67,7 +69,9 @@ impl From<CredentialError> for ApiError {
         let param = e.param().map(str::to_string);
         match e {
             CredentialError::Store(s) => s.into(),
-            e @ (CredentialError::Open(_) | CredentialError::Seal(_)) => ApiError::Internal(e.to_string()),
+            e @ (CredentialError::Open(_) | CredentialError::Seal(_) | CredentialError::HttpClient(_)) => {
+                ApiError::Internal(e.to_string())
+            }
             e @ (CredentialError::VaultNotFound { .. }
             | CredentialError::BindingNotFound { .. }
             | CredentialError::NotAttached { .. }

@@ -93,9 +93,15 @@ pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<Cipher, S
 }
 
 impl Credentials {
-    pub fn new(store: Arc<dyn Store>, cipher: Cipher) -> Self {
-        let http = reqwest::Client::builder().timeout(oauth::TOKEN_TIMEOUT).build().unwrap_or_default();
-        Self { inner: Arc::new(Inner { store, cipher, http, locks: Mutex::default() }) }
+    /// Fails only when no HTTP client can be built (no TLS backend).
+    pub fn new(store: Arc<dyn Store>, cipher: Cipher) -> Result<Self, CredentialError> {
+        // No redirects: a 307 would carry the refresh token to another host.
+        let http = reqwest::Client::builder()
+            .timeout(oauth::TOKEN_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| CredentialError::HttpClient(e.to_string()))?;
+        Ok(Self { inner: Arc::new(Inner { store, cipher, http, locks: Mutex::default() }) })
     }
 
     /// The cipher, for other secrets at rest (session-level MCP authorization …).
