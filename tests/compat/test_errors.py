@@ -13,12 +13,6 @@ from harness import error_of, raw
 
 NONE = {"type": "none"}
 BODY_LIMIT = 8 * 1024 * 1024  # `--body-limit` default: 8 MiB
-UNKNOWN_FIELD_DOUBLED = pytest.mark.xfail(
-    reason="server bug: an unknown field answers param '<field>.<field>' (e.g. 'temperature.temperature', "
-    "'agent.name.name'): extract.rs field_of appends the field an 'unknown field' message names to a serde path "
-    "that already ends with it",
-    strict=True,
-)
 
 
 def test_malformed_json_is_400_invalid_json_on_every_create(url, bootstrap_key):
@@ -48,7 +42,7 @@ def test_malformed_json_is_400_invalid_json_on_every_create(url, bootstrap_key):
         ({"tools": [{"type": "teleport"}]}, "tools[0].type"),
         ({"compaction": {"async_": "yes"}}, "compaction.async"),
         ({"multi_agent": {"enabled": "no"}}, "multi_agent.enabled"),
-        pytest.param({"extra_body": {"temperature": 0.2}}, "temperature", marks=UNKNOWN_FIELD_DOUBLED),
+        ({"extra_body": {"temperature": 0.2}}, "temperature"),
     ],
     ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
 )
@@ -69,9 +63,8 @@ def test_a_bad_agent_field_is_400_naming_the_param(org_client, kwargs, param):
         ({"environment": "none"}, "environment"),
         ({"agent": {"model": 7}}, "agent.model"),
         ({"agent": {"model": "m", "service_tier": "slow"}}, "agent.service_tier"),
-        pytest.param(
-            {"agent": {"model": "m", "name": "not a session agent field"}}, "agent.name", marks=UNKNOWN_FIELD_DOUBLED
-        ),
+        ({"agent": {"model": "m", "name": "not a session agent field"}}, "agent.name"),
+        ({"agent": {"model": ""}}, "agent.model"),
         ({"agent_id": 42}, "agent_id"),
         ({"review": "strict"}, "review"),
         ({"prompt_cache_options": {"ttl": "1y"}}, "prompt_cache_options.ttl"),
@@ -91,18 +84,10 @@ def test_a_bad_session_field_is_400_naming_the_param(org_client, kwargs, param):
     "kwargs, param",
     [
         ({"metadata": {"k": 1}}, "metadata.k"),
-        pytest.param(
-            {"agent": {"model": ""}},
-            "agent.model",
-            marks=pytest.mark.xfail(
-                reason="server regression (ccce2e5): a session update with agent.model '' answers 200 and stores an "
-                "empty model instead of 400 param 'agent.model'",
-                strict=True,
-            ),
-        ),
+        ({"agent": {"model": ""}}, "agent.model"),
         ({"agent": {"reasoning": {"effort": "maximal"}}}, "agent.reasoning.effort"),
         ({"review": "sometimes"}, "review"),
-        pytest.param({"extra_body": {"status": "failed"}}, "status", marks=UNKNOWN_FIELD_DOUBLED),
+        ({"extra_body": {"status": "failed"}}, "status"),
     ],
     ids=lambda v: json.dumps(v) if isinstance(v, dict) else v,
 )

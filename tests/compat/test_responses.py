@@ -99,7 +99,6 @@ def test_responses_create_in_a_conversation_runs_the_sessions_agent(client, mode
 
 
 def test_responses_create_with_stream_yields_the_responses_event_sequence(client, model):
-    # The latency keeps the turn running while `response.in_progress` is rendered: see the xfail test below.
     model.script(reply("abc def", chunks=2, latency_ms=300))
     _, conv = new_conversation(client)
     events = list(client.responses.create(model="gpt-test", conversation=conv, input="go", stream=True,
@@ -128,12 +127,6 @@ def test_responses_create_with_stream_yields_the_responses_event_sequence(client
     assert conforms(client.responses.retrieve(completed.id)) == conforms(completed)
 
 
-@pytest.mark.xfail(
-    reason="server bug: the `response.in_progress` event of a streamed response carries a snapshot read from the "
-    "store when the event is translated, so for a fast turn it already says status 'completed' (with the final "
-    "output) before any output_item event (routes/responses/stream.rs Translator::snapshot)",
-    strict=True,
-)
 def test_a_streamed_responses_in_progress_event_says_in_progress(client, model):
     """`response.in_progress`: "Emitted when the response is in progress." Ten instant turns, so that the race
     shows (it does in most of them)."""
@@ -190,12 +183,6 @@ def test_responses_cancel_cancels_a_background_response(client, model):
     wait_until(lambda: model.stats()["aborted"] == 1, "the model request to be dropped")
 
 
-@pytest.mark.xfail(
-    reason="server bug: GET /v1/responses/{id} and POST /v1/responses/{id}/cancel of a response created with "
-    "background=true answer `background: false` (routes/responses.rs renders retrieve and cancel with background "
-    "hard-coded to false)",
-    strict=True,
-)
 def test_a_background_response_stays_background_when_retrieved_and_cancelled(client, model):
     model.script({"type": "stall"})
     _, conv = new_conversation(client)
@@ -286,11 +273,6 @@ def test_function_tools_through_responses_with_a_function_call_output_item(clien
                           "output": "12:00", "status": "completed"}
 
 
-@pytest.mark.xfail(
-    reason="server bug: a response that stops for a client function call answers status 'completed' with "
-    "completed_at null and its function_call output item still status 'in_progress'",
-    strict=True,
-)
 def test_a_response_that_stops_for_a_function_call_is_consistently_completed(client, model):
     """Response.completed_at: "Only present when the status is `completed`" — and then it is present; the
     function_call items of a completed response are completed."""
@@ -315,14 +297,12 @@ def test_a_response_whose_model_fails_is_failed_with_the_providers_error(client,
     assert resp.output_text == ""
 
 
-@pytest.mark.xfail(
-    reason="server bug: a response whose model call failed carries error.code 'model_http_error', which is not a "
-    "ResponseError.code literal of the client (e.g. 'server_error', 'rate_limit_exceeded', 'invalid_prompt')",
-    strict=True,
-)
 def test_a_failed_response_has_an_error_code_the_client_knows(client, model):
     model.script({"type": "error", "status": 400, "body": '{"error":{"message":"bad things"}}'})
     _, conv = new_conversation(client)
     resp = client.responses.create(model="gpt-test", conversation=conv, input="hi")
     assert resp.status == "failed"
-    conforms(resp)
+    body = conforms(resp)
+    # The client-known code, with the turn's own code kept in `type`.
+    assert (body["error"]["code"], body["error"]["type"]) == ("invalid_prompt", "invalid_request")
+    assert conforms(client.responses.retrieve(resp.id))["error"] == body["error"]

@@ -305,19 +305,48 @@ def test_unicode_round_trips_in_instructions_and_metadata(client):
     assert (body["agent"]["model"], body["agent"]["instructions"], body["metadata"]) == ("modèle-ü", instructions, metadata)
 
 
-@pytest.mark.parametrize(
-    "environment",
-    [{"type": "openai_hosted"}, {"type": "self_hosted"}, {"type": "reference", "environment_id": "env_123"}],
-    ids=["openai_hosted", "self_hosted", "reference"],
-)
-def test_environments_other_than_none_answer_a_clear_unsupported_400(org_client, environment):
-    """Issue 2: "the other environment types answer a clear 400 "not supported yet" until the environments issue
-    lands"."""
+def test_a_self_hosted_environment_answers_a_clear_unsupported_400(org_client):
+    """A self-hosted sandbox attachment is not offered (spec: "It does not add … a self-hosted Sandbox
+    attachment API")."""
     with pytest.raises(openai.BadRequestError) as e:
-        org_client.beta.agents.sessions.create(environment=environment, agent={"model": "gpt-test"})
+        org_client.beta.agents.sessions.create(environment={"type": "self_hosted"}, agent={"model": "gpt-test"})
     err = error_of(e.value)
     assert (err["code"], err["param"]) == ("unsupported", "environment.type")
+    assert "self_hosted" in err["message"]
     assert org_client.beta.agents.sessions.list().data == []
+
+
+def test_an_inline_openai_hosted_environment_is_created_with_the_session(org_client):
+    """Issue 4: an inline `openai_hosted` environment is private, owned by the session, its id in the session
+    resource; the session's `environment` parses as the client's EnvironmentResourceOpenAIHosted."""
+    s = org_client.beta.agents.sessions.create(environment={"type": "openai_hosted"}, agent={"model": "gpt-test"})
+    body = conforms(s)
+    env = body["environment"]
+    assert env["type"] == "openai_hosted" and env["id"].startswith("env_")
+    assert (env["files"], env["network"]["access"]) == ([], "disabled")
+    assert conforms(org_client.beta.agents.sessions.retrieve(s.id))["environment"] == env
+    info = org_client.beta.agents.environments.retrieve(env["id"])
+    assert (info.id, info.status, info.to_dict()["lifetime"]) == (env["id"], "pending", "private")
+    org_client.beta.agents.sessions.delete(s.id)
+    with pytest.raises(openai.NotFoundError):
+        org_client.beta.agents.environments.retrieve(env["id"])
+
+
+def test_a_reference_environment_attaches_an_existing_environment(org_client):
+    """Rebyte extension `{"type": "reference", "environment_id"}`: the session shows the resolved
+    `openai_hosted` environment with the same id; an unknown id is 404 and writes nothing."""
+    env = org_client.beta.agents.environments.create(environment={"type": "openai_hosted"})
+    s = org_client.beta.agents.sessions.create(
+        environment={"type": "reference", "environment_id": env.id}, agent={"model": "gpt-test"}
+    )
+    assert (s.environment.type, s.environment.id) == ("openai_hosted", env.id)
+    conforms(s)
+    with pytest.raises(openai.NotFoundError) as e:
+        org_client.beta.agents.sessions.create(
+            environment={"type": "reference", "environment_id": "env_123"}, agent={"model": "gpt-test"}
+        )
+    assert "env_123" in error_of(e.value)["message"]
+    assert [x.id for x in org_client.beta.agents.sessions.list()] == [s.id]
 
 
 @pytest.mark.parametrize(

@@ -271,13 +271,13 @@ def test_a_model_upstream_error_fails_the_turn_naming_the_provider_and_status(cl
     model.script({"type": "error", "status": 400, "body": '{"error":{"message":"bad things"}}'})
     sid = new_session(client, model="gpt-x")
     send(client, sid, "hi")
-    turn = wait_turn(client, sid, only_turn(client, sid).id).to_dict()  # the code: see the xfail test below
+    turn = wait_turn(client, sid, only_turn(client, sid).id).to_dict()
     assert turn == expected_turn(
         turn,
         sid,
         status="failed",
         usage=None,
-        error={"code": "model_http_error",
+        error={"code": "invalid_request",
                "message": "model 'gpt-x' failed: model provider `openai` answered HTTP 400: "
                           '{"error":{"message":"bad things"}}'},
     )
@@ -297,7 +297,7 @@ def test_a_model_stream_that_stops_midway_fails_the_turn(client, model):
     model.script(reply("half an answer", chunks=4, cut_after=2), reply("next"))
     sid = new_session(client)
     send(client, sid, "one")
-    turn = wait_turn(client, sid, only_turn(client, sid).id).to_dict()  # the code: see the xfail test below
+    turn = wait_turn(client, sid, only_turn(client, sid).id).to_dict()
     assert turn["status"] == "failed"
     assert "openai" in turn["error"]["message"] and "stream" in turn["error"]["message"]
     [user, partial] = client.beta.agents.sessions.items.list(sid, order="asc").data
@@ -323,29 +323,24 @@ def test_invalid_tool_arguments_go_back_to_the_model_as_the_tool_result(client, 
     assert failed[0]["arguments"] == "{not json", "the raw arguments are kept"
 
 
-@pytest.mark.xfail(
-    reason="server bug: a turn failed by the model provider carries error.code 'model_http_error' / "
-    "'model_stream_error' (…), which are not SessionTurnError.code literals of the client (e.g. 'invalid_request', "
-    "'server_error', 'connection_failed', 'request_timeout', 'authentication_error', 'rate_limit_exceeded')",
-    strict=True,
-)
 @pytest.mark.parametrize(
-    "step",
+    "step, code",
     [
-        {"type": "error", "status": 400, "body": '{"error":{"message":"bad things"}}'},
-        {"type": "error", "status": 401, "body": '{"error":{"message":"bad key"}}'},
-        reply("half an answer", chunks=4, cut_after=2),
+        ({"type": "error", "status": 400, "body": '{"error":{"message":"bad things"}}'}, "invalid_request"),
+        ({"type": "error", "status": 401, "body": '{"error":{"message":"bad key"}}'}, "authentication_error"),
+        ({"type": "error", "status": 404, "body": '{"error":{"message":"no such model"}}'}, "resource_not_found"),
+        (reply("half an answer", chunks=4, cut_after=2), "server_error"),
     ],
-    ids=["http-400", "http-401", "stream-cut"],
+    ids=["http-400", "http-401", "http-404", "stream-cut"],
 )
-def test_a_turn_failed_by_the_model_has_an_error_code_the_client_knows(client, model, step):
+def test_a_turn_failed_by_the_model_has_an_error_code_the_client_knows(client, model, step, code):
     """Turn.error: SessionTurnError, whose `code` is "A stable, machine-readable failure category" from a closed
     list; the server's message still names the provider and what happened."""
     model.script(step)
     sid = new_session(client)
     send(client, sid, "hi")
     turn = wait_turn(client, sid, only_turn(client, sid).id)
-    assert turn.status == "failed"
+    assert (turn.status, turn.error.code) == ("failed", code)
     assert "openai" in turn.error.message
     conforms(turn)
 
