@@ -110,3 +110,19 @@ async fn a_missing_agent_executable_fails_creation_with_the_exec_error() {
     let err = backend.create_local(SandboxSpec::new(unique_id("noagent"), dir.path())).await.err().unwrap();
     assert!(matches!(err, Error::Create(ref m) if m.contains("No such file")), "{err}");
 }
+
+#[tokio::test]
+async fn orphaned_processes_are_reaped_by_the_agent_as_pid_1() {
+    let sb = start("reap").await;
+    // Twenty grandchildren are orphaned at once and exit shortly after.
+    sh(&*sb.sandbox, "for i in $(seq 20); do (sleep 0.1 &) ; done").await;
+    let mut zombies = String::new();
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        zombies = sh(&*sb.sandbox, "cat /proc/[0-9]*/stat 2>/dev/null | awk '$3 == \"Z\"' | wc -l").await;
+        if zombies == "0" && sh(&*sb.sandbox, "cat /proc/[0-9]*/comm | grep -c sleep || true").await == "0" {
+            return;
+        }
+    }
+    panic!("{zombies} zombies left");
+}
