@@ -168,28 +168,7 @@ impl Hub {
                 let timeouts = self.timeouts;
                 let broker = self
                     .brokers
-                    .get_or_start(sandbox, label, || async move {
-                        match transport {
-                            TransportConfig::Stdio(stdio) => {
-                                let Some(launcher) = launcher else {
-                                    return Err(McpError::Spawn {
-                                        server: label.to_owned(),
-                                        message: "no sandbox is available to run it in".into(),
-                                    });
-                                };
-                                let streams = launcher
-                                    .launch(sandbox, stdio)
-                                    .await
-                                    .map_err(|message| McpError::Spawn { server: label.to_owned(), message })?;
-                                let connection =
-                                    Connection::connect_stdio(label, streams.stdout, streams.stdin, timeouts).await?;
-                                Ok(connection.keep_alive(streams.keep_alive))
-                            }
-                            // Connected from this process; the sandbox's network policy is not
-                            // applied to it (yet).
-                            TransportConfig::Http(http) => Connection::connect_http(label, http, timeouts).await,
-                        }
-                    })
+                    .get_or_start(sandbox, label, || start_broker(label, sandbox, transport, launcher, timeouts))
                     .await?;
                 Ok(broker.connection().clone())
             }
@@ -252,5 +231,57 @@ impl Hub {
             outcomes.push((broker.key().label.clone(), broker.connection().terminate().await));
         }
         outcomes
+    }
+}
+
+/// Launches an environment-origin server: a stdio server through the launcher, or an HTTP
+/// connection (made from this process; the sandbox's network policy is not applied to it yet).
+/// A named `async fn` rather than a closure's `async` block: with the block, [`Hub::connect`]'s
+/// future failed the compiler's higher-ranked `Send` check, so the engine could not await it.
+async fn start_broker(
+    label: &str,
+    sandbox: &str,
+    transport: &TransportConfig,
+    launcher: Option<&dyn StdioLauncher>,
+    timeouts: Timeouts,
+) -> Result<Connection> {
+    match transport {
+        TransportConfig::Stdio(stdio) => {
+            let Some(launcher) = launcher else {
+                return Err(McpError::Spawn {
+                    server: label.to_owned(),
+                    message: "no sandbox is available to run it in".into(),
+                });
+            };
+            let streams = launcher
+                .launch(sandbox, stdio)
+                .await
+                .map_err(|message| McpError::Spawn { server: label.to_owned(), message })?;
+            // On a task of its own: awaited inline, rmcp's handshake future fails the compiler's
+            // higher-ranked `Send` check here, and the engine needs this future to be `Send`.
+            let handshake = Connection::connect_stdio(label.to_owned(), streams.stdout, streams.stdin, timeouts);
+            let connection = tokio::spawn(handshake).await.map_err(|e| McpError::Spawn {
+                server: label.to_owned(),
+                message: format!("the MCP handshake task failed: {e}"),
+            })??;
+            Ok(connection.keep_alive(streams.keep_alive))
+        }
+        TransportConfig::Http(http) => Connection::connect_http(label.to_owned(), http, timeouts).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The engine awaits [`Hub::connect`] inside `Send` futures (a turn's task): a compile-time
+    /// check that it stays `Send`.
+    #[test]
+    fn connect_is_send() {
+        fn is_send<T: Send>(_: &T) {}
+        fn check(hub: &Hub, launcher: &dyn StdioLauncher, specs: &[ServerSpec]) {
+            is_send(&hub.connect("org", "session", specs, Some(launcher)));
+        }
+        let _ = check;
     }
 }
