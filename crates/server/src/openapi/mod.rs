@@ -13,6 +13,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 
+mod runtime;
+
 struct Doc {
     generator: SchemaGenerator,
     paths: Map<String, Value>,
@@ -101,6 +103,7 @@ fn build() -> Value {
     doc.op("get", "/v1/admin/keys", "List API keys", None, keys);
     doc.op("delete", "/v1/admin/keys/{key_id}", "Revoke an API key", None, key);
 
+    runtime::add(&mut doc);
     let schemas = doc.generator.take_definitions(true);
     json!({
         "openapi": "3.0.3",

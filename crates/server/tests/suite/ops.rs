@@ -35,12 +35,19 @@ async fn the_openapi_document_describes_every_route_with_generated_schemas() {
         "/v1/conversations",
         "/v1/conversations/{conversation_id}",
         "/v1/admin/keys",
+        "/v1/agents/sessions/{session_id}/events",
+        "/v1/agents/environments",
+        "/v1/vaults",
+        "/v1/responses",
+        "/v1/agents/sessions/{session_id}/artifacts",
     ] {
         assert!(doc["paths"].get(path).is_some(), "missing {path}");
     }
     let agent = &doc["components"]["schemas"]["Agent"];
     assert!(agent["properties"]["tools"].is_object(), "schemas come from the protocol types: {agent}");
     assert!(doc["components"]["schemas"]["ErrorBody"].is_object());
+    assert!(doc["components"]["schemas"]["Turn"]["properties"]["status"].is_object());
+    assert!(doc["components"]["schemas"]["Turn"]["properties"]["status"].is_object());
 }
 
 #[tokio::test]
