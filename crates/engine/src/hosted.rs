@@ -1,33 +1,56 @@
 //! The hosted tools the server gives each turn: the sandbox built-ins when
 //! the session has an environment (whose initialization starts with the
-//! turn), and the collection of outputs into artifacts after it.
+//! turn), the MCP helpers when it configures MCP servers (connected before
+//! the first model call), and the collection of outputs into artifacts after
+//! it.
 
 use crate::environments::Environments;
+use crate::mcp_connect::{Connector, McpSetup};
+use crate::mcp_tools::McpTools;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::tools::{HostedTools, HostedToolsFactory};
 use protocol::session::SessionRecord;
+use protocol::turn::TurnError;
 use std::sync::Arc;
 use store::Store;
+use tokio_util::sync::CancellationToken;
 
 /// The server's tool factory.
 pub struct ServerTools {
     pub store: Arc<dyn Store>,
     pub envs: Arc<Environments>,
+    /// The MCP hub and credentials; without them MCP tools are not offered.
+    pub mcp: Option<McpSetup>,
 }
 
 #[async_trait::async_trait]
 impl HostedToolsFactory for ServerTools {
-    async fn for_turn(&self, org_id: &str, session: &SessionRecord) -> Vec<Arc<dyn HostedTools>> {
-        let Some(env_id) = session.environment.id() else { return Vec::new() };
-        // The environment goes pending → ready with the first turn.
-        self.envs.warm(org_id, env_id);
-        vec![Arc::new(SandboxTools {
-            envs: Arc::clone(&self.envs),
-            org_id: org_id.to_string(),
-            env_id: env_id.to_string(),
-            session_id: session.id.to_string(),
-            output_dir: output_dir(session),
-        })]
+    async fn for_turn(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Arc<dyn HostedTools>>, TurnError> {
+        let mut tools: Vec<Arc<dyn HostedTools>> = Vec::new();
+        if let Some(env_id) = session.environment.id() {
+            // The environment goes pending → ready with the first turn.
+            self.envs.warm(org_id, env_id);
+            tools.push(Arc::new(SandboxTools {
+                envs: Arc::clone(&self.envs),
+                org_id: org_id.to_string(),
+                env_id: env_id.to_string(),
+                session_id: session.id.to_string(),
+                output_dir: output_dir(session),
+            }));
+        }
+        if let Some(setup) = &self.mcp {
+            let connector =
+                Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, session);
+            if let Some(mcp) = McpTools::connect(connector, cancel).await? {
+                tools.push(Arc::new(mcp));
+            }
+        }
+        Ok(tools)
     }
 
     async fn after_turn(&self, org_id: &str, session: &SessionRecord, turn_id: &str) {

@@ -10,6 +10,10 @@
 //! - [`bus`]: persists events and fans them out to live subscribers.
 //! - [`history`]: stored items → the model's messages.
 //! - [`tools`]: client functions and the hosted-tools plug-in point.
+//! - [`hosted`]: the server's hosted tools: [`sandbox_tools`] (shell and
+//!   files in the environment) and the MCP helpers ([`mcp_tools`] over the
+//!   servers [`mcp_connect`] connects; stdio ones run in the sandbox through
+//!   [`mcp_launch`]).
 
 pub mod bus;
 pub mod environments;
@@ -17,6 +21,9 @@ pub mod error;
 pub mod history;
 pub mod hosted;
 pub mod journal;
+pub mod mcp_connect;
+pub mod mcp_launch;
+pub mod mcp_tools;
 pub mod record;
 mod runtime;
 pub mod sandbox_tools;

@@ -400,7 +400,11 @@ impl Engine {
             }
         };
         let hosted = match &self.inner.hosted {
-            Some(f) => f.for_turn(org_id, &rec.session).await,
+            Some(f) => match f.for_turn(org_id, &rec.session, &cancel).await {
+                Ok(hosted) => hosted,
+                // A required MCP server could not initialize: before any model call.
+                Err(e) => return rec.finish(TurnStatus::Failed, Some(e)).await,
+            },
             None => Vec::new(),
         };
         let tools = ToolSet::new(&rec.session.agent.config, hosted);

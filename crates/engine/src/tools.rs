@@ -46,7 +46,15 @@ pub trait HostedTools: Send + Sync {
 /// Builds the hosted tools for a turn of a session, if the session has any.
 #[async_trait::async_trait]
 pub trait HostedToolsFactory: Send + Sync {
-    async fn for_turn(&self, org_id: &str, session: &protocol::session::SessionRecord) -> Vec<Arc<dyn HostedTools>>;
+    /// Connects what the turn needs before its first model call; an error
+    /// (a required MCP server that cannot initialize) fails the turn.
+    /// `cancel` fires when the turn is cancelled meanwhile.
+    async fn for_turn(
+        &self,
+        org_id: &str,
+        session: &protocol::session::SessionRecord,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Arc<dyn HostedTools>>, protocol::turn::TurnError>;
     /// Runs after a turn's last step, before it is reported finished
     /// (collecting the session's outputs into artifacts).
     async fn after_turn(&self, _org_id: &str, _session: &protocol::session::SessionRecord, _turn_id: &str) {}

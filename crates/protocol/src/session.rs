@@ -279,6 +279,11 @@ pub struct SessionRecord {
     pub required_actions: Vec<Value>,
     #[serde(default)]
     pub environment_role: EnvironmentRole,
+    /// The inline MCP HTTP secrets (`authorization`, `headers`) of the
+    /// session's tools, sealed by the server (base64); the tools themselves
+    /// are stored without them. Never shown in a resource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_mcp_secrets: Option<String>,
 }
 
 /// The part of a session the engine owns: written without touching the

@@ -11,6 +11,8 @@
 //! - [`bootstrap`]: the first-start organization and key.
 //! - [`credentials`]: the master key, and vault credentials at run time (MCP
 //!   credential choice, OAuth refresh, environment credentials).
+//! - [`mcp_secrets`]: session-level MCP secrets sealed at rest, and the
+//!   credentials the engine's MCP tools ask for at turn time.
 //! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
 //!
 //! Data flows one way: handlers → store. Handlers never see SQL.
@@ -21,6 +23,7 @@ pub mod credentials;
 pub mod error;
 pub mod extract;
 pub mod keys;
+pub mod mcp_secrets;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
@@ -156,13 +159,22 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         },
     );
     envs.start_reaper();
-    let tools = Arc::new(engine::hosted::ServerTools { store: Arc::clone(&store), envs: Arc::clone(&envs) });
+    let hub = Arc::new(mcp::Hub::new(Arc::new(mcp::SystemClock)));
+    let mcp_setup = engine::mcp_connect::McpSetup {
+        hub: Arc::clone(&hub),
+        credentials: Arc::new(mcp_secrets::EngineCredentials(credentials.clone())),
+    };
+    let tools = Arc::new(engine::hosted::ServerTools {
+        store: Arc::clone(&store),
+        envs: Arc::clone(&envs),
+        mcp: Some(mcp_setup),
+    });
     let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools)).await?;
     let recovered = engine.recover().await?;
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    Ok(AppState::new(store, engine, envs, credentials))
+    Ok(AppState::new(store, engine, envs, credentials, hub))
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.

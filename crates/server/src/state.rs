@@ -16,6 +16,8 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// Vault credentials: sealing, choice, OAuth refresh.
     pub credentials: Credentials,
+    /// Every MCP connection: closed when sessions and environments are deleted.
+    pub mcp: Arc<mcp::Hub>,
 }
 
 impl AppState {
@@ -24,7 +26,8 @@ impl AppState {
         engine: Engine,
         envs: Arc<engine::environments::Environments>,
         credentials: Credentials,
+        mcp: Arc<mcp::Hub>,
     ) -> Self {
-        Self { store, engine, envs, keys: Arc::default(), metrics: Arc::default(), credentials }
+        Self { store, engine, envs, keys: Arc::default(), metrics: Arc::default(), credentials, mcp }
     }
 }

@@ -200,6 +200,8 @@ pub async fn delete(
 
 /// Stops everything in an environment and deletes it with its files.
 pub async fn remove(state: &AppState, org_id: &str, id: &str) -> ApiResult<()> {
+    // Its MCP brokers (stdio servers in the sandbox) end with it; the sandbox id is the environment's.
+    state.mcp.remove_sandbox(id).await;
     state.envs.destroy(id, true).await;
     state.store.delete_environment(org_id, id).await?;
     Ok(())

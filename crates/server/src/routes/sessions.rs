@@ -5,6 +5,7 @@
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{self, Json, ListQuery};
+use crate::mcp_secrets;
 use crate::now;
 use crate::routes::agents;
 use crate::routes::{environments, events};
@@ -14,7 +15,7 @@ use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use protocol::Metadata;
 use protocol::admin::Scope;
-use protocol::agent::AgentConfig;
+use protocol::agent::{AgentConfig, Patch};
 use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
 use protocol::event::EventBody;
 use protocol::list::List;
@@ -23,10 +24,12 @@ use protocol::session::{
     EnvironmentParam, INLINE_AGENT_ID, Session, SessionAgent, SessionCreate, SessionDeleted, SessionEnvironment,
     SessionRecord, SessionStatus, SessionUpdate,
 };
-use protocol::tool::{McpTransportParam, ToolParam};
 use protocol::validate::{self, Owner};
 use store::SessionFilter;
 use uuid::Uuid;
+
+/// How long a session delete waits for its MCP servers to acknowledge `DELETE`.
+const CLOSE_MCP_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Loads a session of the caller's organization, or 404.
 pub async fn load(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<SessionRecord> {
@@ -35,27 +38,11 @@ pub async fn load(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<SessionR
     state.store.get_session(&auth.org_id, id).await?.ok_or_else(|| ApiError::not_found("session", &id.to_string()))
 }
 
-/// Inline MCP credentials need encryption at rest, which arrives with vaults;
-/// until then they are refused rather than stored in the clear.
-fn refuse_inline_secrets(tools: &[ToolParam]) -> ApiResult<()> {
-    for (i, tool) in tools.iter().enumerate() {
-        if let ToolParam::Mcp(m) = tool
-            && let McpTransportParam::Http { authorization, headers, .. } = &m.transport
-            && (authorization.is_some() || headers.as_ref().is_some_and(|h| !h.is_empty()))
-        {
-            return Err(ApiError::unsupported(
-                format!("agent.tools[{i}].transport.authorization"),
-                "inline MCP credentials are not supported yet",
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Checks a session's agent snapshot before it is stored.
+/// Checks a session's agent snapshot before it is stored. Inline MCP HTTP
+/// `authorization` and `headers` are accepted here (unlike on saved agents):
+/// [`mcp_secrets::seal_session_secrets`] seals them before the record is written.
 pub fn check_agent(config: &AgentConfig) -> ApiResult<()> {
-    validate::agent_config("agent", config, Owner::Session)?;
-    refuse_inline_secrets(&config.tools)
+    Ok(validate::agent_config("agent", config, Owner::Session)?)
 }
 
 /// A new, idle session record with no environment.
@@ -76,6 +63,7 @@ pub fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
         usage: None,
         required_actions: Vec::new(),
         environment_role: Default::default(),
+        sealed_mcp_secrets: None,
     }
 }
 
@@ -172,6 +160,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     }
     check_agent(&agent.config)?;
     let mut record = new_record(agent, metadata);
+    mcp_secrets::seal_session_secrets(state.credentials.cipher(), &auth.org_id, &mut record, true)?;
     record.prompt_cache_options = req.prompt_cache_options;
     record.review = req.review.unwrap_or_default();
     record.vault_ids = vault_ids;
@@ -239,9 +228,11 @@ pub async fn update(
     if req.agent.as_ref().and_then(|a| a.model.as_deref()) == Some("") {
         return Err(ApiError::invalid("agent.model", "model cannot be empty"));
     }
+    let tools_replaced = req.agent.as_ref().is_some_and(|a| !matches!(a.tools, Patch::Absent));
     req.apply(&mut record);
     validate::metadata("metadata", &record.metadata)?;
     check_agent(&record.agent.config)?;
+    mcp_secrets::seal_session_secrets(state.credentials.cipher(), &auth.org_id, &mut record, tools_replaced)?;
     if !state.store.put_session(&auth.org_id, &record).await? {
         return Err(ApiError::not_found("session", &id.to_string()));
     }
@@ -291,6 +282,8 @@ pub async fn delete(
         return Err(ApiError::not_found("session", &id));
     }
     state.engine.forget(uuid);
+    // Its HTTP MCP sessions end upstream (`DELETE`); its stdio brokers live on with the sandbox.
+    let _ = tokio::time::timeout(CLOSE_MCP_WITHIN, state.mcp.close_session(&uuid.to_string())).await;
     // A private environment goes with its session; a shared one stays.
     if record.environment_role == EnvironmentRole::Owner
         && let Some(env_id) = record.environment.id()

@@ -6,6 +6,7 @@ mod bad_input;
 mod conversations;
 mod environment_runtime;
 mod environments;
+mod mcp;
 mod ops;
 mod responses;
 mod sessions;

@@ -1,0 +1,201 @@
+//! The MCP helpers a turn offers the model when the session configures MCP servers:
+//! `search_tools`, `call_tool`, `list_mcp_resources`, `list_mcp_resource_templates` and
+//! `read_mcp_resource` over an [`mcp::Toolset`] — never the servers' whole catalogs.
+//!
+//! Each `call_tool` is recorded as an `mcp_call` item (added `in_progress`, done with its
+//! output or error and status). Searches and resource reads answer the model only: they change
+//! nothing and the Responses view shows only `mcp_call`s. A `call_tool` refused with a 401 by a
+//! server whose credential came from a vault is retried once after a forced refresh.
+
+use crate::mcp_connect::{Connector, Planned, Problem, unauthorized};
+use crate::record::Recorder;
+use crate::tools::{HostedOutput, HostedTools};
+use mcp::{McpCall, McpCallStatus, Origin, Toolset};
+use models::ToolSpec;
+use protocol::item::{Item, ItemStatus, new_item_id};
+use protocol::turn::TurnError;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// The names of the helpers.
+pub const HELPERS: [&str; 5] =
+    ["search_tools", "call_tool", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource"];
+
+/// What a turn uses now: the toolset and the servers it was built from.
+struct Live {
+    toolset: Toolset,
+    planned: Vec<Planned>,
+}
+
+/// The MCP helpers of one turn.
+pub struct McpTools {
+    connector: Connector,
+    // Replaced only after a forced credential refresh; calls otherwise share it.
+    live: tokio::sync::RwLock<Live>,
+}
+
+impl McpTools {
+    /// Connects the session's servers. `Ok(None)`: the session configures no MCP server (or the
+    /// turn was cancelled while connecting). A required server that cannot initialize is the
+    /// turn's error.
+    pub async fn connect(connector: Connector, cancel: &CancellationToken) -> Result<Option<McpTools>, TurnError> {
+        if connector.params().is_empty() {
+            return Ok(None);
+        }
+        let connecting = async {
+            let (planned, mut problems) = connector.plan().await;
+            if let Err(message) = connector.touch(&planned).await {
+                // Environment-origin servers cannot start without the environment.
+                let (env, rest): (Vec<Planned>, Vec<Planned>) =
+                    planned.into_iter().partition(|p| matches!(p.spec.origin, Origin::Environment { .. }));
+                problems.extend(env.into_iter().map(|p| Problem {
+                    label: p.spec.config.label.clone(),
+                    required: p.spec.required,
+                    step: "environment".into(),
+                    code: "sandbox_error",
+                    message: message.clone(),
+                }));
+                let (connected, kept, mut more) = connector.connect(rest).await;
+                problems.append(&mut more);
+                return (connected, kept, problems);
+            }
+            let (connected, kept, mut more) = connector.connect(planned).await;
+            problems.append(&mut more);
+            (connected, kept, problems)
+        };
+        let (connected, planned, problems) = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Ok(None),
+            done = connecting => done,
+        };
+        if let Some(required) = problems.iter().find(|p| p.required) {
+            return Err(required.turn_error());
+        }
+        for p in &problems {
+            tracing::info!(server = %p.label, step = %p.step, error = %p.message, "optional MCP server left out of the turn");
+        }
+        let live = Live { toolset: connected.toolset, planned };
+        Ok(Some(McpTools { connector, live: tokio::sync::RwLock::new(live) }))
+    }
+
+    async fn toolset(&self) -> Toolset {
+        self.live.read().await.toolset.clone()
+    }
+
+    async fn call_tool(
+        &self,
+        call_id: &str,
+        args: &Value,
+        rec: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> HostedOutput {
+        let server = args.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
+        let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+        let arguments = match args.get("arguments") {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+            Some(other) => other.clone(),
+        };
+        let (item_id, turn_id) = (new_item_id(), rec.turn.id.clone());
+        let item = |output: &Option<String>, error: &Option<String>, status| Item::McpCall {
+            id: item_id.clone(),
+            turn_id: turn_id.clone(),
+            call_id: call_id.to_string(),
+            server_label: server.clone(),
+            name: name.clone(),
+            arguments: arguments.clone(),
+            output: output.clone().map_or(Value::Null, Value::String),
+            error: error.clone().map_or(Value::Null, Value::String),
+            status,
+        };
+        let started = item(&None, &None, ItemStatus::InProgress);
+        let index = match rec.add_item(started).await {
+            Ok(index) => index,
+            Err(e) => return HostedOutput::text(format!("error: {e}")),
+        };
+        let text = args.to_string();
+        let mut record = self.toolset().await.call_tool_json(&text, cancel).await;
+        if record.failure.as_ref().is_some_and(unauthorized) && self.refresh(&server).await {
+            record = self.toolset().await.call_tool_json(&text, cancel).await;
+        }
+        let status = match record.status {
+            McpCallStatus::Completed => ItemStatus::Completed,
+            McpCallStatus::Incomplete => ItemStatus::Incomplete,
+            _ => ItemStatus::Failed,
+        };
+        let _ = rec.done_item(item(&record.output, &record.error, status), index, Vec::new()).await;
+        HostedOutput::text(model_text(&record))
+    }
+
+    /// After a 401 from `label`: forces a refresh of its vault credential and reconnects.
+    /// `true` when a new connection is in place.
+    async fn refresh(&self, label: &str) -> bool {
+        let mut live = self.live.write().await;
+        let Some(at) = live.planned.iter().position(|p| p.spec.config.label == label) else { return false };
+        // A broker keeps its first configuration: only service connections take new tokens.
+        let candidate = &live.planned[at];
+        if candidate.vault.is_none() || candidate.spec.origin != Origin::Service {
+            return false;
+        }
+        let Ok(fresh) = self.connector.refreshed(candidate.clone()).await else { return false };
+        let mut planned = live.planned.clone();
+        planned[at] = fresh;
+        let (connected, kept, problems) = self.connector.connect(planned).await;
+        if problems.iter().any(|p| p.label == label) {
+            return false;
+        }
+        *live = Live { toolset: connected.toolset, planned: kept };
+        true
+    }
+}
+
+/// What the model sees of a `call_tool`: the output, or the error.
+fn model_text(record: &McpCall) -> String {
+    match (&record.output, &record.error) {
+        (_, Some(error)) => format!("error: {error}"),
+        (Some(output), None) => output.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+fn answer<T: serde::Serialize>(outcome: Result<T, mcp::McpError>) -> HostedOutput {
+    match outcome {
+        Ok(value) => HostedOutput::text(serde_json::to_string(&value).unwrap_or_default()),
+        Err(e) => HostedOutput::text(format!("error: {e}")),
+    }
+}
+
+#[async_trait::async_trait]
+impl HostedTools for McpTools {
+    fn specs(&self) -> Vec<ToolSpec> {
+        mcp::helper_tools().into_iter().map(|h| ToolSpec::new(h.name, h.description, h.parameters)).collect()
+    }
+
+    fn handles(&self, name: &str) -> bool {
+        HELPERS.contains(&name)
+    }
+
+    async fn call(
+        &self,
+        name: &str,
+        call_id: &str,
+        arguments: Value,
+        rec: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> HostedOutput {
+        // A paused sandbox would hold an environment-origin server's answer back.
+        let planned: Vec<Planned> = self.live.read().await.planned.clone();
+        let _ = self.connector.touch(&planned).await;
+        let text = arguments.to_string();
+        match name {
+            "call_tool" => self.call_tool(call_id, &arguments, rec, cancel).await,
+            "search_tools" => answer(self.toolset().await.search_tools_json(&text, cancel).await),
+            "list_mcp_resources" => answer(self.toolset().await.list_resources_json(&text, cancel).await),
+            "list_mcp_resource_templates" => {
+                answer(self.toolset().await.list_resource_templates_json(&text, cancel).await)
+            }
+            "read_mcp_resource" => answer(self.toolset().await.read_resource_json(&text, cancel).await),
+            other => HostedOutput::text(format!("error: unknown MCP helper '{other}'")),
+        }
+    }
+}

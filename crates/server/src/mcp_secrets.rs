@@ -1,0 +1,155 @@
+//! MCP secrets on the server side: a session's inline HTTP `authorization` and `headers` are
+//! sealed with the master key before the session is stored (the stored tools carry neither;
+//! resources never show them), and [`EngineCredentials`] gives the engine's MCP tools what it
+//! needs at turn time — those secrets opened, vault bearers (with OAuth refresh), and the
+//! environment credentials a stdio server's `env_vars` select.
+
+use crate::credentials::{Credentials, McpCredential};
+use crate::error::{ApiError, ApiResult};
+use base64::Engine as _;
+use engine::mcp_connect::{CredentialFailure, InlineSecrets, McpCredentials, VaultToken};
+use protocol::environment::VaultCredentialBinding;
+use protocol::session::SessionRecord;
+use protocol::tool::{McpTransportParam, ToolParam};
+use secrets::Cipher;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use uuid::Uuid;
+use zeroize::Zeroizing;
+
+/// One server's inline secrets as sealed.
+#[derive(Serialize, Deserialize, Default)]
+struct Stored {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    authorization: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    headers: BTreeMap<String, String>,
+}
+
+/// Binds a sealed blob to its organization and session: moved to another row, it fails to open.
+fn aad(org_id: &str, session_id: Uuid) -> Vec<u8> {
+    format!("rebyte/session-mcp-secrets/v1/{org_id}/{session_id}").into_bytes()
+}
+
+/// Moves the inline `authorization` and `headers` of the session's HTTP MCP tools into its
+/// sealed field. `tools_replaced`: the tool list was just supplied (a create, or an update
+/// that replaced it), so secrets it no longer carries are dropped; otherwise the stored tools
+/// carry none and the sealed field is kept.
+pub fn seal_session_secrets(
+    cipher: &Cipher,
+    org_id: &str,
+    record: &mut SessionRecord,
+    tools_replaced: bool,
+) -> ApiResult<()> {
+    let mut found: BTreeMap<String, Stored> = BTreeMap::new();
+    for tool in &mut record.agent.config.tools {
+        if let ToolParam::Mcp(m) = tool
+            && let McpTransportParam::Http { authorization, headers, .. } = &mut m.transport
+        {
+            let stored = Stored { authorization: authorization.take(), headers: headers.take().unwrap_or_default() };
+            if stored.authorization.is_some() || !stored.headers.is_empty() {
+                found.insert(m.server_label.clone(), stored);
+            }
+        }
+    }
+    if found.is_empty() {
+        if tools_replaced {
+            record.sealed_mcp_secrets = None;
+        }
+        return Ok(());
+    }
+    let plain = Zeroizing::new(
+        serde_json::to_vec(&found).map_err(|e| ApiError::Internal(format!("encoding MCP secrets: {e}")))?,
+    );
+    let sealed = cipher
+        .seal(&plain, &aad(org_id, record.id))
+        .map_err(|e| ApiError::Internal(format!("sealing the session's MCP secrets failed: {e}")))?;
+    record.sealed_mcp_secrets = Some(base64::engine::general_purpose::STANDARD.encode(sealed));
+    Ok(())
+}
+
+/// The session's inline MCP secrets by server label, opened.
+pub fn open_session_secrets(
+    cipher: &Cipher,
+    org_id: &str,
+    record: &SessionRecord,
+) -> Result<BTreeMap<String, InlineSecrets>, CredentialFailure> {
+    let Some(sealed) = &record.sealed_mcp_secrets else { return Ok(BTreeMap::new()) };
+    let unreadable = || CredentialFailure("the session's MCP secrets cannot be decrypted with the master key".into());
+    let sealed = base64::engine::general_purpose::STANDARD.decode(sealed).map_err(|_| unreadable())?;
+    let plain = cipher.open(&sealed, &aad(org_id, record.id)).map_err(|_| unreadable())?;
+    let stored: BTreeMap<String, Stored> = serde_json::from_slice(&plain).map_err(|_| unreadable())?;
+    Ok(stored
+        .into_iter()
+        .map(|(label, s)| {
+            let secrets = InlineSecrets {
+                authorization: s.authorization.map(mcp::Secret::new),
+                headers: s.headers.into_iter().map(|(k, v)| (k, mcp::Secret::new(v))).collect(),
+            };
+            (label, secrets)
+        })
+        .collect())
+}
+
+/// The engine's view of the server's credentials.
+pub struct EngineCredentials(pub Credentials);
+
+fn token(c: McpCredential) -> VaultToken {
+    VaultToken {
+        vault_id: c.vault_id,
+        credential_id: c.credential_id,
+        token: mcp::Secret::new(c.token.expose()),
+        version: c.version,
+    }
+}
+
+fn failure(e: crate::credentials::CredentialError) -> CredentialFailure {
+    CredentialFailure(e.to_string())
+}
+
+#[async_trait::async_trait]
+impl McpCredentials for EngineCredentials {
+    fn session_secrets(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+    ) -> Result<BTreeMap<String, InlineSecrets>, CredentialFailure> {
+        open_session_secrets(self.0.cipher(), org_id, session)
+    }
+
+    async fn vault_token(
+        &self,
+        org_id: &str,
+        vault_ids: &[String],
+        server_url: &str,
+        credential_id: Option<&str>,
+    ) -> Result<Option<VaultToken>, CredentialFailure> {
+        Ok(self.0.resolve_mcp(org_id, vault_ids, server_url, credential_id).await.map_err(failure)?.map(token))
+    }
+
+    async fn refresh(&self, org_id: &str, rejected: &VaultToken) -> Result<VaultToken, CredentialFailure> {
+        let rejected = McpCredential {
+            vault_id: rejected.vault_id.clone(),
+            credential_id: rejected.credential_id.clone(),
+            token: secrets::Secret::new(rejected.token.expose()),
+            version: rejected.version,
+        };
+        self.0.force_refresh(org_id, &rejected).await.map(token).map_err(failure)
+    }
+
+    async fn environment_credentials(
+        &self,
+        org_id: &str,
+        bindings: &[VaultCredentialBinding],
+    ) -> Result<Vec<(String, mcp::Secret)>, CredentialFailure> {
+        let bindings: Vec<protocol::vault::VaultCredentialBinding> = bindings
+            .iter()
+            .map(|b| protocol::vault::VaultCredentialBinding {
+                vault_id: b.vault_id.clone(),
+                credential_id: b.credential_id.clone(),
+            })
+            .collect();
+        let values = self.0.resolve_environment_credentials(org_id, &bindings).await.map_err(failure)?;
+        Ok(values.into_iter().map(|(name, value)| (name, mcp::Secret::new(value.expose()))).collect())
+    }
+}

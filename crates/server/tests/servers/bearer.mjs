@@ -1,0 +1,50 @@
+// A Streamable HTTP MCP server (official SDK transport on node:http) that accepts only bearer
+// tokens starting with a given prefix, for the server's vault tests: an OAuth access token
+// issued by the test's token endpoint passes, a stale one is answered 401. It prints
+// "listening <port>" on stdout once bound to 127.0.0.1 (port 0: the OS picks).
+//   node bearer.mjs PREFIX
+// Tool: whoami (the Authorization header it was called with). GET /stats answers
+// {unauthorized, deletes} without authentication.
+import http from "node:http";
+import { randomUUID } from "node:crypto";
+import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+
+const prefix = `Bearer ${process.argv[2] ?? "valid-"}`;
+const transports = new Map();
+const stats = { unauthorized: 0, deletes: 0 };
+
+function newServer() {
+  const server = new McpServer({ name: "bearer-fixture", version: "1.0.0" });
+  server.registerTool("whoami", { description: "Report the Authorization header of the call", inputSchema: {} }, async (_args, extra) => ({
+    content: [{ type: "text", text: JSON.stringify({ authorization: extra.requestInfo?.headers?.authorization }) }],
+  }));
+  return server;
+}
+
+const httpServer = http.createServer(async (req, res) => {
+  if (req.method === "GET" && req.url === "/stats") {
+    res.writeHead(200, { "content-type": "application/json" });
+    return res.end(JSON.stringify(stats));
+  }
+  if (req.method === "DELETE") stats.deletes += 1;
+  if (!(req.headers.authorization ?? "").startsWith(prefix)) {
+    stats.unauthorized += 1;
+    res.writeHead(401, { "content-type": "application/json" });
+    return res.end(JSON.stringify({ error: "unauthorized" }));
+  }
+  const sessionId = req.headers["mcp-session-id"];
+  let transport = sessionId ? transports.get(sessionId) : undefined;
+  if (!transport) {
+    if (sessionId) { res.writeHead(404); return res.end(); }
+    transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => transports.set(id, transport),
+    });
+    transport.onclose = () => transport.sessionId && transports.delete(transport.sessionId);
+    await newServer().connect(transport);
+  }
+  await transport.handleRequest(req, res);
+});
+
+httpServer.listen(0, "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));
