@@ -349,38 +349,6 @@ def test_a_reference_environment_attaches_an_existing_environment(org_client):
     assert [x.id for x in org_client.beta.agents.sessions.list()] == [s.id]
 
 
-@pytest.mark.parametrize(
-    "kwargs, param",
-    [
-        (
-            {
-                "agent": {
-                    "model": "gpt-test",
-                    "tools": [
-                        {
-                            "type": "mcp",
-                            "server_label": "docs",
-                            "transport": {"type": "http", "server_url": "https://mcp.example", "authorization": "s"},
-                        }
-                    ],
-                }
-            },
-            "agent.tools[0].transport.authorization",
-        ),
-    ],
-    ids=["inline-mcp-secret"],
-)
-def test_features_of_later_issues_answer_unsupported_and_write_nothing(org_client, kwargs, param):
-    """`input` and `stream` on create arrived with issue 3 (test_turns.py, test_events.py), `vault_ids` with the
-    vaults work."""
-    kwargs = {"agent": {"model": "gpt-test"}, **kwargs}
-    with pytest.raises(openai.BadRequestError) as e:
-        org_client.beta.agents.sessions.create(environment=NONE, **kwargs)
-    err = error_of(e.value)
-    assert (err["code"], err["param"]) == ("unsupported", param)
-    assert org_client.beta.agents.sessions.list().data == []
-
-
 def test_an_inline_agent_without_agent_id_needs_a_model(client):
     """SessionCreateParams.agent: "Without `agent_id`, `model` is required." """
     for kwargs in ({}, {"agent": {"instructions": "no model"}}):
