@@ -57,13 +57,7 @@ pub struct NetworkParam {
     pub blocked_domains: Option<Vec<String>>,
 }
 
-/// An environment credential bound to the environment (Rebyte extension).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct VaultCredentialBinding {
-    pub vault_id: String,
-    pub credential_id: String,
-}
+pub use crate::vault::VaultCredentialBinding;
 
 /// Desktop provisioning (not offered).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

@@ -117,6 +117,20 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> ApiResult<Vec<Hosted
     Ok(files)
 }
 
+/// Checks that every `vault_credentials` binding names an environment
+/// credential of the caller's organization (the values are not kept here).
+pub async fn check_bindings(state: &AppState, auth: &Auth, prefix: &str, c: &EnvironmentConfig) -> ApiResult<()> {
+    let Some(bindings) = c.vault_credentials.as_ref().filter(|b| !b.is_empty()) else { return Ok(()) };
+    state.credentials.resolve_environment_credentials(&auth.org_id, bindings).await.map(|_| ()).map_err(|e| {
+        match ApiError::from(e) {
+            ApiError::Invalid { param: Some(p), code, message } => {
+                ApiError::Invalid { param: Some(format!("{prefix}.{p}")), code, message }
+            }
+            other => other,
+        }
+    })
+}
+
 /// A new pending environment record.
 pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<String>) -> EnvironmentRecord {
     EnvironmentRecord {
@@ -146,6 +160,7 @@ pub async fn create(
 ) -> ApiResult<(StatusCode, axum::Json<Environment>)> {
     auth.require(Scope::TasksWrite)?;
     let files = check_config("environment", &req.environment.config)?;
+    check_bindings(&state, &auth, "environment", &req.environment.config).await?;
     let metadata = req.metadata.unwrap_or_default();
     protocol::validate::metadata("metadata", &metadata)?;
     let mut record = new_record(req.environment.config, files, None);

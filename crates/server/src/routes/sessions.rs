@@ -92,6 +92,7 @@ async fn attach(state: &AppState, auth: &Auth, param: &EnvironmentParam) -> ApiR
         EnvironmentParam::None => Ok(Attach::None),
         EnvironmentParam::OpenaiHosted(config) => {
             let files = environments::check_config("environment", config)?;
+            environments::check_bindings(state, auth, "environment", config).await?;
             Ok(Attach::Inline(environments::new_record((**config).clone(), files, None)))
         }
         EnvironmentParam::Reference(r) => {

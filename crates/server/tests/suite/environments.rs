@@ -273,3 +273,34 @@ async fn lifetimes_deletes_and_other_organizations() {
     assert_eq!(bad.0, StatusCode::BAD_REQUEST, "a reference carries only type and environment_id");
     drop(attached);
 }
+
+#[tokio::test]
+async fn environment_credentials_must_be_environment_variables_of_this_organization() {
+    let (_m, s) = setup(vec![]).await;
+    let (_, vault) = s.post("/v1/vaults", json!({"name": "env-secrets"})).await;
+    let vid = vault["id"].as_str().unwrap();
+    let (status, cred) = s
+        .post(
+            &format!("/v1/vaults/{vid}/credentials"),
+            json!({"name": "service", "auth": {"type": "environment_variable",
+            "secret_name": "SERVICE_KEY", "secret_value": "sv-secret-1", "networking": {"type": "unrestricted"}}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{cred}");
+    let cid = cred["id"].as_str().unwrap();
+    let ok = json!({"environment": {"type": "openai_hosted", "vault_credentials": [{"vault_id": vid, "credential_id": cid}]}});
+    let (status, e) = s.post("/v1/agents/environments", ok).await;
+    assert_eq!(status, StatusCode::CREATED, "{e}");
+    assert!(!e.to_string().contains("sv-secret-1"));
+    let missing = json!({"environment": {"type": "openai_hosted",
+        "vault_credentials": [{"vault_id": vid, "credential_id": "cred_00000000000000000000000000000000"}]}});
+    let (status, body) = s.post("/v1/agents/environments", missing).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert_eq!(body["error"]["param"], "environment.vault_credentials[0]");
+    let (_, other) = s.org_with_key("other-creds", &["tasks:read", "tasks:write"]).await;
+    let theirs = json!({"agent": {"model": "m"}, "environment": {"type": "openai_hosted",
+        "vault_credentials": [{"vault_id": vid, "credential_id": cid}]}});
+    let (status, body) = s.call_as(Some(&other), reqwest::Method::POST, "/v1/agents/sessions", Some(theirs)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "another organization's credential is not found: {body}");
+    assert_eq!(body["error"]["code"], "not_found");
+}
