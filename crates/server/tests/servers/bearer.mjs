@@ -4,7 +4,8 @@
 // "listening <port>" on stdout once bound to 127.0.0.1 (port 0: the OS picks).
 //   node bearer.mjs PREFIX
 // Tool: whoami (the Authorization header it was called with). GET /stats answers
-// {unauthorized, deletes} without authentication.
+// {unauthorized, deletes} and POST /revoke?token=T makes token T rejected from then on, both
+// without authentication.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -13,6 +14,7 @@ import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/
 const prefix = `Bearer ${process.argv[2] ?? "valid-"}`;
 const transports = new Map();
 const stats = { unauthorized: 0, deletes: 0 };
+const revoked = new Set();
 
 function newServer() {
   const server = new McpServer({ name: "bearer-fixture", version: "1.0.0" });
@@ -27,8 +29,14 @@ const httpServer = http.createServer(async (req, res) => {
     res.writeHead(200, { "content-type": "application/json" });
     return res.end(JSON.stringify(stats));
   }
+  if (req.method === "POST" && req.url.startsWith("/revoke?")) {
+    revoked.add(`Bearer ${new URL(req.url, "http://x").searchParams.get("token")}`);
+    res.writeHead(204);
+    return res.end();
+  }
   if (req.method === "DELETE") stats.deletes += 1;
-  if (!(req.headers.authorization ?? "").startsWith(prefix)) {
+  const authorization = req.headers.authorization ?? "";
+  if (!authorization.startsWith(prefix) || revoked.has(authorization)) {
     stats.unauthorized += 1;
     res.writeHead(401, { "content-type": "application/json" });
     return res.end(JSON.stringify({ error: "unauthorized" }));

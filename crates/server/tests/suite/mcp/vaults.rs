@@ -157,3 +157,40 @@ async fn an_oauth_token_refused_with_401_is_refreshed_once_and_the_connection_re
     assert_eq!(seen["authorization"], format!("Bearer {}", oauth.last_issued()));
     assert!(mcp.stats().await["unauthorized"].as_u64().unwrap() >= 1, "the stale token was refused first");
 }
+
+#[tokio::test]
+async fn a_call_refused_with_401_mid_session_refreshes_the_token_and_is_retried_once() {
+    let oauth = OauthServer::start().await;
+    oauth.accept("refresh-1");
+    let mcp = NodeServer::bearer("issued-access-").await;
+    let whoami = |id| call(id, "call_tool", json!({"server": "api", "name": "whoami", "arguments": {}}));
+    let (model, s) = setup(vec![whoami("c1"), Step::text("one"), whoami("c2"), Step::text("two")]).await;
+    let v = vault(&s).await;
+    let auth = json!({"type": "mcp_oauth", "access_token": "issued-access-initial", "mcp_server_url": mcp.url,
+        "expires_at": in_seconds(3600), "refresh": {"client_id": "rebyte", "refresh_token": "refresh-1",
+        "token_endpoint": oauth.url(), "token_endpoint_auth": {"type": "none"}}});
+    credential(&s, &v, auth).await;
+    let session = s
+        .session(json!({"agent": {"model": "m", "tools": [http_tool("api", &mcp.url, true)]},
+                        "environment": {"type": "none"}, "vault_ids": [v]}))
+        .await;
+    let sid = session["id"].as_str().unwrap();
+    let (_, turn) = run_turn(&s, sid, "first").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    let seen: Value = serde_json::from_str(&tool_result(&model.requests()[1].body, "c1")).unwrap();
+    assert_eq!(seen["authorization"], "Bearer issued-access-initial");
+    assert_eq!(oauth.calls(), 0);
+
+    // The server revokes the token it accepted; the next turn reuses the session's connection.
+    let revoked =
+        reqwest::Client::new().post(format!("{}/revoke?token=issued-access-initial", mcp.base)).send().await.unwrap();
+    assert!(revoked.status().is_success());
+    let (turn_id, turn) = run_turn(&s, sid, "second").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    assert_eq!(oauth.calls(), 1, "one forced refresh");
+    let seen: Value = serde_json::from_str(&tool_result(&model.requests()[3].body, "c2")).unwrap();
+    assert_eq!(seen["authorization"], format!("Bearer {}", oauth.last_issued()));
+    let calls = mcp_calls(&turn_items(&s, sid, &turn_id).await);
+    assert_eq!(calls.len(), 1, "the retried call is one item: {calls:?}");
+    assert_eq!(calls[0]["status"], "completed");
+}
