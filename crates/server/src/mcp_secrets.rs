@@ -142,14 +142,7 @@ impl McpCredentials for EngineCredentials {
         org_id: &str,
         bindings: &[VaultCredentialBinding],
     ) -> Result<Vec<(String, mcp::Secret)>, CredentialFailure> {
-        let bindings: Vec<protocol::vault::VaultCredentialBinding> = bindings
-            .iter()
-            .map(|b| protocol::vault::VaultCredentialBinding {
-                vault_id: b.vault_id.clone(),
-                credential_id: b.credential_id.clone(),
-            })
-            .collect();
-        let values = self.0.resolve_environment_credentials(org_id, &bindings).await.map_err(failure)?;
+        let values = self.0.resolve_environment_credentials(org_id, bindings).await.map_err(failure)?;
         Ok(values.into_iter().map(|(name, value)| (name, mcp::Secret::new(value.expose()))).collect())
     }
 }
