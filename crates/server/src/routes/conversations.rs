@@ -81,6 +81,8 @@ pub async fn delete(
         return Err(ApiError::not_found("conversation", &id));
     }
     state.engine.forget(uuid);
+    // The same session: its HTTP MCP sessions end upstream, as on the Session API.
+    let _ = tokio::time::timeout(sessions::CLOSE_MCP_WITHIN, state.mcp.close_session(&uuid.to_string())).await;
     Ok(axum::Json(ConversationDeleted { id, object: "conversation.deleted".into(), deleted: true }))
 }
 

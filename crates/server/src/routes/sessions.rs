@@ -29,7 +29,7 @@ use store::SessionFilter;
 use uuid::Uuid;
 
 /// How long a session delete waits for its MCP servers to acknowledge `DELETE`.
-const CLOSE_MCP_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
+pub const CLOSE_MCP_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
 
 /// Loads a session of the caller's organization, or 404.
 pub async fn load(state: &AppState, auth: &Auth, id: Uuid) -> ApiResult<SessionRecord> {

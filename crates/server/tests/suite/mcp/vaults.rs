@@ -194,3 +194,22 @@ async fn a_call_refused_with_401_mid_session_refreshes_the_token_and_is_retried_
     assert_eq!(calls.len(), 1, "the retried call is one item: {calls:?}");
     assert_eq!(calls[0]["status"], "completed");
 }
+
+#[tokio::test]
+async fn deleting_the_session_as_a_conversation_also_ends_its_mcp_session_upstream() {
+    let fixture = NodeServer::auth_fixture().await;
+    let (_model, s) = setup(vec![
+        call("c1", "call_tool", json!({"server": "company", "name": "add_tool", "arguments": {"name": "x"}})),
+        Step::text("ok"),
+    ])
+    .await;
+    let mut tool = http_tool("company", &fixture.url, true);
+    tool["transport"]["authorization"] = json!("Bearer s3cret-token");
+    tool["transport"]["headers"] = json!({"X-Tenant": "acme"});
+    let session = s.session(json!({"agent": {"model": "m", "tools": [tool]}, "environment": {"type": "none"}})).await;
+    let sid = session["id"].as_str().unwrap();
+    let (_, turn) = run_turn(&s, sid, "go").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    assert_eq!(s.delete(&format!("/v1/conversations/conv_{sid}")).await.0, StatusCode::OK);
+    assert_eq!(fixture.stats().await["deletes"], 1);
+}
