@@ -128,21 +128,15 @@ pub trait Store: Send + Sync + 'static {
         filter: &SessionFilter,
         page: &PageRequest,
     ) -> Result<Page<SessionRecord>>;
-    /// Writes only the engine-owned state of a session.
-    async fn set_session_state(&self, org_id: &str, id: Uuid, state: &SessionState) -> Result<bool>;
     /// Deletes a session with its turns, items and events.
     async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool>;
 
-    async fn create_turn(&self, org_id: &str, turn: &Turn) -> Result<()>;
-    async fn put_turn(&self, org_id: &str, turn: &Turn) -> Result<()>;
     async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>>;
     async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>>;
     /// Turns of every organization that never reached a terminal status:
     /// (organization id, turn).
     async fn open_turns(&self) -> Result<Vec<(String, Turn)>>;
 
-    /// Inserts an item, or replaces it when its id exists (status changes).
-    async fn put_item(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()>;
     /// A session's items in order, optionally of one turn only.
     async fn list_items(
         &self,
@@ -184,9 +178,6 @@ pub trait Store: Send + Sync + 'static {
     /// The largest event sequence number stored (0 when none).
     async fn max_event_seq(&self) -> Result<i64>;
 
-    /// Appends events in one transaction, assigning each its `event_id`
-    /// (`evt_<sequence>`, increasing); returns them as stored.
-    async fn append_events(&self, session_id: Uuid, events: Vec<protocol::event::EventBody>) -> Result<Vec<Event>>;
     /// A session's events after the given sequence number, oldest first.
     async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>>;
 

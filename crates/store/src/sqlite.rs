@@ -7,10 +7,10 @@ use crate::{ApiKeyRecord, Error, Page, Result, SessionFilter, Store};
 use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
-use protocol::event::{Event, EventBody};
+use protocol::event::Event;
 use protocol::item::Item;
 use protocol::list::{Order, PageRequest};
-use protocol::session::{SessionRecord, SessionState};
+use protocol::session::SessionRecord;
 use protocol::turn::Turn;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
@@ -323,24 +323,6 @@ impl Store for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn set_session_state(&self, org_id: &str, id: Uuid, state: &SessionState) -> Result<bool> {
-        let done = sqlx::query(
-            "UPDATE sessions SET doc = json_set(doc, '$.status', json(?), '$.error', json(?), \
-               '$.last_active_at', ?, '$.usage', json(?), '$.required_actions', json(?)) \
-             WHERE id = ? AND org_id = ?",
-        )
-        .bind(serde_json::to_string(&state.status)?)
-        .bind(serde_json::to_string(&state.error)?)
-        .bind(state.last_active_at)
-        .bind(serde_json::to_string(&state.usage)?)
-        .bind(serde_json::to_string(&state.required_actions)?)
-        .bind(id.to_string())
-        .bind(org_id)
-        .execute(&self.pool)
-        .await?;
-        Ok(done.rows_affected() > 0)
-    }
-
     async fn list_sessions(
         &self,
         org_id: &str,
@@ -377,14 +359,6 @@ impl Store for SqliteStore {
         Ok(done.rows_affected() > 0)
     }
 
-    async fn create_turn(&self, org_id: &str, turn: &Turn) -> Result<()> {
-        self.create_turn_impl(org_id, turn).await
-    }
-
-    async fn put_turn(&self, org_id: &str, turn: &Turn) -> Result<()> {
-        self.put_turn_impl(org_id, turn).await
-    }
-
     async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
         self.get_turn_impl(org_id, id).await
     }
@@ -395,10 +369,6 @@ impl Store for SqliteStore {
 
     async fn open_turns(&self) -> Result<Vec<(String, Turn)>> {
         self.open_turns_impl().await
-    }
-
-    async fn put_item(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()> {
-        self.put_item_impl(org_id, session_id, item).await
     }
 
     async fn list_items(
@@ -491,10 +461,6 @@ impl Store for SqliteStore {
 
     async fn max_event_seq(&self) -> Result<i64> {
         Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM events").fetch_one(&self.pool).await?)
-    }
-
-    async fn append_events(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
-        self.append_events_impl(session_id, events).await
     }
 
     async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {

@@ -1,8 +1,8 @@
 //! The SQLite backend's turns, items, events and idempotency keys.
 
 use crate::sqlite::{SqliteStore, page_of};
-use crate::{Page, Result, event_id};
-use protocol::event::{Event, EventBody};
+use crate::{Page, Result};
+use protocol::event::Event;
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::turn::Turn;
@@ -10,29 +10,6 @@ use sqlx::Row;
 use uuid::Uuid;
 
 impl SqliteStore {
-    pub(crate) async fn create_turn_impl(&self, org_id: &str, turn: &Turn) -> Result<()> {
-        sqlx::query("INSERT INTO turns (id, org_id, session_id, status, doc) VALUES (?, ?, ?, ?, ?)")
-            .bind(&turn.id)
-            .bind(org_id)
-            .bind(&turn.session_id)
-            .bind(turn.status.as_str())
-            .bind(serde_json::to_string(turn)?)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    pub(crate) async fn put_turn_impl(&self, org_id: &str, turn: &Turn) -> Result<()> {
-        sqlx::query("UPDATE turns SET status = ?, doc = ? WHERE id = ? AND org_id = ?")
-            .bind(turn.status.as_str())
-            .bind(serde_json::to_string(turn)?)
-            .bind(&turn.id)
-            .bind(org_id)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
     pub(crate) async fn get_turn_impl(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
         let doc: Option<String> = sqlx::query_scalar("SELECT doc FROM turns WHERE id = ? AND org_id = ?")
             .bind(id.to_string())
@@ -65,21 +42,6 @@ impl SqliteStore {
         rows.iter()
             .map(|r| Ok((r.try_get::<String, _>("org_id")?, serde_json::from_str(r.try_get::<&str, _>("doc")?)?)))
             .collect()
-    }
-
-    pub(crate) async fn put_item_impl(&self, org_id: &str, session_id: Uuid, item: &Item) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES (?, ?, ?, ?, ?) \
-             ON CONFLICT(id) DO UPDATE SET doc = excluded.doc",
-        )
-        .bind(item.id())
-        .bind(org_id)
-        .bind(session_id.to_string())
-        .bind(item.turn_id())
-        .bind(serde_json::to_string(item)?)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     pub(crate) async fn list_items_impl(
@@ -115,30 +77,6 @@ impl SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
-    }
-
-    pub(crate) async fn append_events_impl(&self, session_id: Uuid, events: Vec<EventBody>) -> Result<Vec<Event>> {
-        let sid = session_id.to_string();
-        let mut tx = self.pool.begin().await?;
-        let mut out = Vec::with_capacity(events.len());
-        for body in events {
-            // The id is the row's sequence number, so the row is inserted
-            // first and its document filled in once the number is known.
-            let seq = sqlx::query("INSERT INTO events (session_id, doc) VALUES (?, '')")
-                .bind(&sid)
-                .execute(&mut *tx)
-                .await?
-                .last_insert_rowid();
-            let event = Event { event_id: event_id(seq), body };
-            sqlx::query("UPDATE events SET doc = ? WHERE seq = ?")
-                .bind(serde_json::to_string(&event)?)
-                .bind(seq)
-                .execute(&mut *tx)
-                .await?;
-            out.push(event);
-        }
-        tx.commit().await?;
-        Ok(out)
     }
 
     pub(crate) async fn events_after_impl(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
