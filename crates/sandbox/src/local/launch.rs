@@ -4,6 +4,7 @@
 
 use super::LocalConfig;
 use super::cgroup::{CgroupSupport, Enforced, SandboxCgroup};
+use super::pool::{Pending, Pool};
 use super::sandbox::{AgentProcess, LocalSandbox};
 use crate::api::{NetworkPolicy, Rlimit, SandboxSpec, WORKSPACE};
 use crate::client::Connection;
@@ -14,6 +15,7 @@ use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::os::fd::AsFd;
 use std::path::Path;
+use std::sync::Arc;
 
 const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 
@@ -87,6 +89,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
     })
 }
 
+/// Root inside is the server's uid and gid outside.
 fn write_id_maps(pid: i32) -> std::io::Result<()> {
     let uid = nix::unistd::geteuid().as_raw();
     let gid = nix::unistd::getegid().as_raw();
@@ -98,18 +101,8 @@ fn write_id_maps(pid: i32) -> std::io::Result<()> {
     std::fs::write(format!("/proc/{pid}/gid_map"), format!("0 {gid} 1\n"))
 }
 
-pub(super) async fn launch(config: &LocalConfig, cgroups: &CgroupSupport, spec: SandboxSpec) -> Result<LocalSandbox> {
-    if !valid_id(&spec.id) {
-        return Err(Error::Create(format!("invalid sandbox id {:?}", spec.id)));
-    }
-    std::fs::create_dir_all(&spec.workspace).map_err(|e| Error::io("create the workspace directory", e))?;
-    if let Some(home) = &spec.home {
-        std::fs::create_dir_all(home).map_err(|e| Error::io("create the home directory", e))?;
-    }
-    let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
-    let init = init_config(config, &spec, enforced)?;
-    let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
-
+/// Clones a new agent into fresh namespaces; it waits for its init frame.
+pub(super) fn spawn_agent(config: &LocalConfig, network: NetworkPolicy) -> Result<Pending> {
     let mut argv = vec![
         CString::new(config.agent_program.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::Create("agent path contains NUL".into()))?,
@@ -120,29 +113,52 @@ pub(super) async fn launch(config: &LocalConfig, cgroups: &CgroupSupport, spec: 
     let envp: Vec<CString> = Vec::new();
     let mut flags =
         libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    if spec.network == NetworkPolicy::Disabled {
+    if network == NetworkPolicy::Disabled {
         flags |= libc::CLONE_NEWNET;
     }
     let (host_end, agent_end) =
         socketpair(AddressFamily::Unix, SockType::Stream, None, SockFlag::SOCK_CLOEXEC).map_err(Error::from)?;
-    let spawned = crate::sys::spawn_namespaced(flags as u64, &argv[0], &argv, &envp, agent_end.as_fd(), |pid| {
-        write_id_maps(pid)?;
-        if let Some(cg) = &cgroup {
-            cg.add(pid)?;
-        }
-        Ok(())
+    let spawned = crate::sys::spawn_namespaced(flags as u64, &argv[0], &argv, &envp, agent_end.as_fd(), write_id_maps)
+        .map_err(|e| Error::Create(format!("start the agent {}: {e}", config.agent_program.display())))?;
+    Ok(Pending::new(spawned, std::os::unix::net::UnixStream::from(host_end)))
+}
+
+pub(super) async fn launch(
+    config: &Arc<LocalConfig>,
+    cgroups: &CgroupSupport,
+    pool: &Arc<Pool>,
+    spec: SandboxSpec,
+) -> Result<LocalSandbox> {
+    if !valid_id(&spec.id) {
+        return Err(Error::Create(format!("invalid sandbox id {:?}", spec.id)));
+    }
+    std::fs::create_dir_all(&spec.workspace).map_err(|e| Error::io("create the workspace directory", e))?;
+    if let Some(home) = &spec.home {
+        std::fs::create_dir_all(home).map_err(|e| Error::io("create the home directory", e))?;
+    }
+    let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
+    let init = init_config(config, &spec, enforced)?;
+    let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
+    let pending = match pool.take(spec.network) {
+        Some(p) => Ok(p),
+        None => spawn_agent(config, spec.network),
+    };
+    pool.refill(config, spec.network);
+    // The agent has run nothing yet: it waits for the init frame.
+    let pending = pending.and_then(|p| match &cgroup {
+        Some(cg) => cg.add(p.pid()).map(|()| p).map_err(|e| Error::io("move the agent into its cgroup", e)),
+        None => Ok(p),
     });
-    drop(agent_end);
-    let spawned = match spawned {
-        Ok(s) => s,
+    let parts = pending.and_then(|p| p.into_parts().ok_or_else(|| Error::Create("the agent was already used".into())));
+    let (spawned, stream) = match parts {
+        Ok(parts) => parts,
         Err(e) => {
             if let Some(cg) = &cgroup {
                 cg.remove();
             }
-            return Err(Error::Create(format!("start the agent {}: {e}", config.agent_program.display())));
+            return Err(e);
         }
     };
-    let stream = std::os::unix::net::UnixStream::from(host_end);
     let stream = stream
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixStream::from_std(stream))

@@ -7,6 +7,7 @@
 mod cgroup;
 mod freeze;
 mod launch;
+mod pool;
 mod sandbox;
 mod toolchain;
 
@@ -14,7 +15,7 @@ pub use cgroup::CgroupSupport;
 pub use sandbox::LocalSandbox;
 pub use toolchain::Toolchain;
 
-use crate::api::SandboxSpec;
+use crate::api::{NetworkPolicy, SandboxSpec};
 use crate::error::Result;
 use async_trait::async_trait;
 use std::path::PathBuf;
@@ -34,6 +35,9 @@ pub struct LocalConfig {
     pub toolchain: Toolchain,
     /// How long a new sandbox may take to report ready.
     pub ready_timeout: Duration,
+    /// Agents kept cloned and exec'd ahead of need, per network policy, so
+    /// that a first use does not wait for them (0 turns this off).
+    pub warm_agents: usize,
     /// Use cgroups where the host offers them (limits, freezing). Without,
     /// limits fall back to rlimits and pause to SIGSTOP/SIGCONT.
     pub use_cgroups: bool,
@@ -46,6 +50,7 @@ impl Default for LocalConfig {
             agent_args: vec!["sandbox-agent".into()],
             toolchain: Toolchain::detect(),
             ready_timeout: Duration::from_secs(10),
+            warm_agents: 1,
             use_cgroups: true,
         }
     }
@@ -63,13 +68,29 @@ impl LocalConfig {
 pub struct LocalBackend {
     config: Arc<LocalConfig>,
     cgroups: Arc<CgroupSupport>,
+    pool: Arc<pool::Pool>,
 }
 
 impl LocalBackend {
     /// Detects the host's cgroup support once.
     pub fn new(config: LocalConfig) -> Self {
         let cgroups = if config.use_cgroups { CgroupSupport::detect() } else { CgroupSupport::disabled() };
-        LocalBackend { config: Arc::new(config), cgroups: Arc::new(cgroups) }
+        let pool = Arc::new(pool::Pool::new(config.warm_agents));
+        LocalBackend { config: Arc::new(config), cgroups: Arc::new(cgroups), pool }
+    }
+
+    /// Fills the warm pool for `network` now (e.g. at server start);
+    /// otherwise it fills after the first sandbox with that policy.
+    pub async fn prewarm(&self, network: NetworkPolicy) -> Result<()> {
+        let (pool, config) = (self.pool.clone(), self.config.clone());
+        tokio::task::spawn_blocking(move || pool.fill(&config, network))
+            .await
+            .map_err(|e| crate::Error::Create(format!("prewarm: {e}")))?
+    }
+
+    /// How many warm agents wait for `network`.
+    pub fn warm_agents(&self, network: NetworkPolicy) -> usize {
+        self.pool.count(network)
     }
 
     /// What the host offers for limits and pausing, and why not.
@@ -79,7 +100,7 @@ impl LocalBackend {
 
     /// Like [`crate::Backend::create`], with the concrete type.
     pub async fn create_local(&self, spec: SandboxSpec) -> Result<Arc<LocalSandbox>> {
-        launch::launch(&self.config, &self.cgroups, spec).await.map(Arc::new)
+        launch::launch(&self.config, &self.cgroups, &self.pool, spec).await.map(Arc::new)
     }
 }
 

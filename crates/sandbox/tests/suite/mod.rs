@@ -7,6 +7,7 @@ mod kill;
 mod limits;
 mod output;
 mod pause;
+mod pool;
 mod remote;
 mod setup;
 mod sharing;
