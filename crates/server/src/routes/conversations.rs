@@ -77,12 +77,10 @@ pub async fn delete(
 ) -> ApiResult<axum::Json<ConversationDeleted>> {
     auth.require(Scope::TasksWrite)?;
     let uuid = extract::conversation_id(&id)?;
-    if !state.store.delete_session(&auth.org_id, uuid).await? {
+    // The same session: deleted as the Session API deletes it.
+    if !sessions::remove(&state, &auth, uuid).await? {
         return Err(ApiError::not_found("conversation", &id));
     }
-    state.engine.forget(uuid);
-    // The same session: its HTTP MCP sessions end upstream, as on the Session API.
-    let _ = tokio::time::timeout(sessions::CLOSE_MCP_WITHIN, state.mcp.close_session(&uuid.to_string())).await;
     Ok(axum::Json(ConversationDeleted { id, object: "conversation.deleted".into(), deleted: true }))
 }
 

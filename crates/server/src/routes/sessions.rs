@@ -278,9 +278,23 @@ pub async fn delete(
 ) -> ApiResult<axum::Json<SessionDeleted>> {
     auth.require(Scope::TasksWrite)?;
     let uuid = extract::session_id(&id)?;
-    let record = load(&state, &auth, uuid).await?;
-    if !state.store.delete_session(&auth.org_id, uuid).await? {
+    if !remove(&state, &auth, uuid).await? {
         return Err(ApiError::not_found("session", &id));
+    }
+    Ok(axum::Json(SessionDeleted { id, object: "agent.session.deleted".into(), deleted: true }))
+}
+
+/// Deletes a session (through either API): its turns stop, its HTTP MCP
+/// sessions end upstream, and its private environment goes with it. False
+/// when there was no such session.
+pub async fn remove(state: &AppState, auth: &Auth, uuid: Uuid) -> ApiResult<bool> {
+    let record = match load(state, auth, uuid).await {
+        Ok(record) => record,
+        Err(ApiError::NotFound(_)) => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    if !state.store.delete_session(&auth.org_id, uuid).await? {
+        return Ok(false);
     }
     state.engine.forget(uuid);
     // Its HTTP MCP sessions end upstream (`DELETE`); its stdio brokers live on with the sandbox.
@@ -291,7 +305,7 @@ pub async fn delete(
         && let Some(env) = state.store.get_environment(&auth.org_id, env_id).await?
         && !env.shared
     {
-        environments::remove(&state, &auth.org_id, env_id).await?;
+        environments::remove(state, &auth.org_id, env_id).await?;
     }
-    Ok(axum::Json(SessionDeleted { id, object: "agent.session.deleted".into(), deleted: true }))
+    Ok(true)
 }

@@ -304,3 +304,13 @@ async fn environment_credentials_must_be_environment_variables_of_this_organizat
     assert_eq!(status, StatusCode::BAD_REQUEST, "another organization's credential is not found: {body}");
     assert_eq!(body["error"]["code"], "not_found");
 }
+
+#[tokio::test]
+async fn deleting_the_conversation_of_a_private_environment_deletes_the_environment() {
+    let (_m, s) = setup(vec![]).await;
+    let session = s.session(json!({"agent": {"model": "m"}, "environment": {"type": "openai_hosted"}})).await;
+    let env_id = session["environment"]["id"].as_str().unwrap();
+    let (status, _) = s.delete(&format!("/v1/conversations/conv_{}", session["id"].as_str().unwrap())).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(s.get(&format!("/v1/agents/environments/{env_id}")).await.0, StatusCode::NOT_FOUND);
+}
