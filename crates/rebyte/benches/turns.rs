@@ -202,7 +202,8 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> (Dura
         let mut seen = String::new();
         while let Some(chunk) = stream.next().await {
             seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            if seen.contains("\"content\":\"") {
+            // The first piece of the answer text (a role-only chunk may come first).
+            if seen.contains("\"content\":\"h") {
                 raw.push(start.elapsed());
                 break;
             }
