@@ -27,9 +27,15 @@ pub struct Bus {
 }
 
 impl Bus {
-    /// A bus continuing after the store's last event.
+    /// A bus continuing after the store's last event. Events reach live
+    /// subscribers before the journal commits them, so a crash can lose the
+    /// last few after a client saw their ids: the sequence restarts above the
+    /// current time in microseconds, so such an id is never handed out again.
     pub async fn new(store: &Arc<dyn Store>, journal: Arc<Journal>) -> Result<Self> {
-        let last = store.max_event_seq().await?;
+        let now_micros = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2));
+        let last = store.max_event_seq().await?.max(now_micros);
         Ok(Self { journal, seq: AtomicI64::new(last), channels: Mutex::default() })
     }
 

@@ -107,11 +107,13 @@ impl Engine {
     /// partial answer gets back the text its stored deltas carried.
     async fn close_interrupted_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<()> {
         let store = &self.inner.store;
-        let open: Vec<Item> = store
-            .turn_items(org_id, session_id, turn_id)
-            .await?
+        let items = store.turn_items(org_id, session_id, turn_id).await?;
+        // Output indexes were given to every item but the user's messages, in order.
+        let open: Vec<(i64, Item)> = items
             .into_iter()
-            .filter(|i| {
+            .filter(|i| !matches!(i, Item::Message { role: Role::User, .. }))
+            .enumerate()
+            .filter(|(_, i)| {
                 matches!(
                     i,
                     Item::Message { status: ItemStatus::InProgress, .. }
@@ -120,6 +122,7 @@ impl Engine {
                         | Item::CommandExecution { status: ItemStatus::InProgress, .. }
                 )
             })
+            .map(|(index, item)| (index as i64, item))
             .collect();
         if open.is_empty() {
             return Ok(());
@@ -136,13 +139,22 @@ impl Engine {
                 }
             }
         }
-        for mut item in open {
+        let sid = session_id.to_string();
+        let mut events = Vec::new();
+        for (index, mut item) in open {
             match &mut item {
                 Item::Message { id, status, content, .. } => {
                     *status = ItemStatus::Incomplete;
-                    if let Some(text) = texts.remove(id.as_str()) {
-                        *content = vec![Content::OutputText { text }];
-                    }
+                    let text = texts.remove(id.as_str()).unwrap_or_default();
+                    events.push(EventBody::OutputTextDone {
+                        session_id: sid.clone(),
+                        turn_id: turn_id.to_string(),
+                        item_id: id.clone(),
+                        output_index: index,
+                        content_index: 0,
+                        text: text.clone(),
+                    });
+                    *content = vec![Content::OutputText { text }];
                 }
                 Item::FunctionCall { status, .. }
                 | Item::McpCall { status, .. }
@@ -151,8 +163,15 @@ impl Engine {
                 }
                 Item::FunctionCallOutput { .. } => {}
             }
-            self.write(Write::Item { org_id: org_id.to_string(), session_id, item });
+            self.write(Write::Item { org_id: org_id.to_string(), session_id, item: item.clone() });
+            events.push(EventBody::ItemDone {
+                session_id: sid.clone(),
+                turn_id: turn_id.to_string(),
+                output_index: index,
+                item,
+            });
         }
+        self.inner.bus.publish(session_id, events);
         Ok(())
     }
 
@@ -375,9 +394,14 @@ impl Engine {
         // The previous turn's writes are this one's history.
         self.flush().await?;
         let store = &self.inner.store;
-        let (Some(session), Some(turn)) =
-            (store.get_session(org_id, session_id).await?, store.get_turn(org_id, turn_id).await?)
-        else {
+        // Three independent reads, on three of the pool's connections at once.
+        let turn_key = turn_id.to_string();
+        let (session, turn, history) = tokio::join!(
+            store.get_session(org_id, session_id),
+            store.get_turn(org_id, turn_id),
+            store.history(org_id, session_id, &turn_key)
+        );
+        let (Some(session), Some(turn), history) = (session?, turn?, history?) else {
             return Ok(());
         };
         if turn.status.is_terminal() {
@@ -408,7 +432,7 @@ impl Engine {
             None => Vec::new(),
         };
         let tools = ToolSet::new(&rec.session.agent.config, hosted);
-        let messages = crate::turn::initial_messages(&store.history(org_id, session_id, &turn_id.to_string()).await?);
+        let messages = crate::turn::initial_messages(&history);
         let engine = self.clone();
         let register = Box::new(move |calls: Vec<String>| {
             if let Some(a) = engine.slots().get_mut(&session_id).and_then(|s| s.active.as_mut()) {

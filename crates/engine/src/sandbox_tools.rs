@@ -42,8 +42,15 @@ pub struct SandboxTools {
 }
 
 impl SandboxTools {
-    async fn sandbox(&self) -> Result<Arc<dyn Sandbox>, HostedOutput> {
-        match self.envs.sandbox(&self.org_id, &self.env_id).await {
+    /// The sandbox, waiting for its initialization unless the turn is cancelled
+    /// first (setup itself goes on).
+    async fn sandbox(&self, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
+        let ready = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err(HostedOutput::text("cancelled while the environment was starting")),
+            ready = self.envs.sandbox(&self.org_id, &self.env_id) => ready,
+        };
+        match ready {
             Ok(s) => Ok(s),
             Err(e) => Err(HostedOutput {
                 text: format!("error: {}", e.message),
@@ -68,7 +75,7 @@ impl SandboxTools {
         let cwd = args.get("cwd").and_then(Value::as_str).map(str::to_string);
         let timeout =
             args.get("timeout_ms").and_then(Value::as_u64).unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
-        let sandbox = match self.sandbox().await {
+        let sandbox = match self.sandbox(cancel).await {
             Ok(s) => s,
             Err(out) => return out,
         };
@@ -180,11 +187,18 @@ impl SandboxTools {
         format!("{head}\n[… {omitted} bytes omitted{where_} …]\n{tail}")
     }
 
-    async fn file_op(&self, name: &str, call_id: &str, args: &Value, rec: &mut Recorder) -> HostedOutput {
+    async fn file_op(
+        &self,
+        name: &str,
+        call_id: &str,
+        args: &Value,
+        rec: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> HostedOutput {
         let Some(path) = args.get("path").and_then(Value::as_str).map(str::to_string) else {
             return HostedOutput::text("error: `path` (a string) is required");
         };
-        let sandbox = match self.sandbox().await {
+        let sandbox = match self.sandbox(cancel).await {
             Ok(s) => s,
             Err(out) => return out,
         };
@@ -265,7 +279,7 @@ impl HostedTools for SandboxTools {
     ) -> HostedOutput {
         match name {
             "shell" => self.shell(call_id, &arguments, rec, cancel).await,
-            _ => self.file_op(name, call_id, &arguments, rec).await,
+            _ => self.file_op(name, call_id, &arguments, rec, cancel).await,
         }
     }
 }
@@ -283,7 +297,7 @@ pub async fn collect_outputs(
     let Some(sandbox) = envs.running(env_id) else { return };
     let root = output_dir(session);
     let skip_sessions = session.environment_role == EnvironmentRole::Owner;
-    let known: std::collections::HashMap<String, String> =
+    let known: std::collections::HashSet<(String, String)> =
         store.artifact_hashes(org_id, session.id).await.unwrap_or_default().into_iter().collect();
     let mut stack = vec![String::new()];
     let mut seen = 0;
@@ -301,7 +315,8 @@ pub async fn collect_outputs(
                     }
                     let Ok(content) = sandbox.read_file(&format!("{root}/{child}")).await else { continue };
                     let sha = sha256_hex(&content);
-                    if known.get(&child) == Some(&sha) {
+                    let path = format!("{root}/{child}");
+                    if known.contains(&(path.clone(), sha.clone())) {
                         continue;
                     }
                     let artifact = store::Artifact {
@@ -311,7 +326,7 @@ pub async fn collect_outputs(
                         environment_id: env_id.to_string(),
                         session_id: session.id.to_string(),
                         turn_id: turn_id.to_string(),
-                        path: child,
+                        path,
                         size_bytes: content.len() as u64,
                         sha256: sha,
                     };

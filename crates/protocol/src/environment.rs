@@ -107,7 +107,7 @@ pub enum HostedKind {
 }
 
 /// `{"type": "openai_hosted", …}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct HostedEnvironmentParam {
     #[serde(rename = "type")]
     pub kind: HostedKind,
@@ -258,7 +258,12 @@ impl EnvironmentRecord {
             id: self.id.clone(),
             object: "agent.environment".into(),
             kind: "openai_hosted".into(),
-            status: self.status,
+            // The client knows no `initializing`: setup running is still pending.
+            status: if self.status == EnvironmentStatus::Initializing {
+                EnvironmentStatus::Pending
+            } else {
+                self.status
+            },
             created_at: self.created_at,
             files: self.files.clone(),
             plugins: Vec::new(),
@@ -284,5 +289,15 @@ impl EnvironmentRecord {
             plugins: Vec::new(),
             skills: Vec::new(),
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for HostedEnvironmentParam {
+    // By hand, so that unknown fields are refused and errors name their path
+    // (serde's `flatten` would silently drop a misspelled `setup_command`).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (_, rest) = crate::tagged::split::<D>(d, &["openai_hosted"])?;
+        let config = crate::tagged::variant::<EnvironmentConfig, D>(rest)?;
+        Ok(HostedEnvironmentParam { kind: HostedKind::OpenaiHosted, config })
     }
 }

@@ -80,7 +80,12 @@ impl IntoResponse for ApiError {
             other => other.to_string(),
         };
         let body = ErrorBody { error: ErrorObject { kind: kind.into(), code: code.map(Into::into), message, param } };
-        (status, axum::Json(body)).into_response()
+        let mut response = (status, axum::Json(body)).into_response();
+        if status == StatusCode::CONFLICT {
+            // The `openai` client retries 409s; these conflicts do not clear by themselves.
+            response.headers_mut().insert("x-should-retry", axum::http::HeaderValue::from_static("false"));
+        }
+        response
     }
 }
 

@@ -165,7 +165,8 @@ pub trait Store: Send + Sync + 'static {
     /// How many sessions are attached to an environment.
     async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64>;
 
-    /// Inserts an artifact, replacing the session's previous one at that path.
+    /// Inserts an artifact; one with the same path and content is kept as is
+    /// (artifacts are immutable: a changed file is a new artifact).
     async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()>;
     /// (path, sha256) of a session's artifacts.
     async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>>;
@@ -240,5 +241,6 @@ pub fn event_seq(event_id: &str) -> Option<i64> {
 
 /// The id of the event with sequence number `seq`.
 pub fn event_id(seq: i64) -> String {
-    format!("evt_{seq:012}")
+    // 19 digits: string order is numeric order for every i64.
+    format!("evt_{seq:019}")
 }

@@ -60,8 +60,7 @@ impl SqliteStore {
     pub(crate) async fn put_artifact_impl(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()> {
         sqlx::query(
             "INSERT INTO artifacts (id, org_id, session_id, path, sha256, doc, content) VALUES (?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT(session_id, path) DO UPDATE SET id = excluded.id, sha256 = excluded.sha256, \
-               doc = excluded.doc, content = excluded.content",
+             ON CONFLICT(session_id, path, sha256) DO NOTHING",
         )
         .bind(&artifact.id)
         .bind(org_id)

@@ -125,7 +125,7 @@ async fn outputs_become_artifacts_of_their_own_session_only() {
     let (_, arts) = s.get(&format!("/v1/agents/sessions/{so}/artifacts")).await;
     let arts = arts["data"].as_array().unwrap().clone();
     assert_eq!(arts.len(), 1, "the owner's collector skips sessions/: {arts:?}");
-    assert_eq!(arts[0]["path"], "report.md");
+    assert_eq!(arts[0]["path"], "/workspace/outputs/report.md", "the original absolute path");
     assert_eq!(arts[0]["object"], "agent.session.artifact");
     assert_eq!(arts[0]["environment_id"], env_id.as_str());
     let art_id = arts[0]["id"].as_str().unwrap();
@@ -138,7 +138,7 @@ async fn outputs_become_artifacts_of_their_own_session_only() {
         .unwrap();
     assert_eq!(content.text().await.unwrap(), "report-a\n");
     let (_, member_arts) = s.get(&format!("/v1/agents/sessions/{sm}/artifacts")).await;
-    assert_eq!(member_arts["data"][0]["path"], "report.md");
+    assert_eq!(member_arts["data"][0]["path"], format!("/workspace/outputs/sessions/{sm}/report.md"));
     let (status, _) = s.get(&format!("/v1/agents/sessions/{sm}/artifacts/{art_id}")).await;
     assert_eq!(
         status,
