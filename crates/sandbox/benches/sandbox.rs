@@ -118,17 +118,24 @@ impl Drop for MemScope {
 }
 
 struct Bench {
+    /// The default configuration: one warm agent per network policy.
     backend: LocalBackend,
+    /// No warm agents: clone and exec on demand.
+    cold: LocalBackend,
     root: tempfile::TempDir,
     n: usize,
 }
 
 impl Bench {
     async fn create(&self, tag: &str) -> Arc<LocalSandbox> {
+        self.create_on(&self.backend, tag).await
+    }
+
+    async fn create_on(&self, backend: &LocalBackend, tag: &str) -> Arc<LocalSandbox> {
         let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = format!("bench-{tag}-{}-{n}", std::process::id());
         let spec = SandboxSpec::new(id.clone(), self.root.path().join(&id));
-        self.backend.create_local(spec).await.unwrap()
+        backend.create_local(spec).await.unwrap()
     }
 }
 
@@ -147,28 +154,34 @@ fn main() {
 
 /// The crate's agent binary, or `AGENT` (e.g. `target/release/rebyte`)
 /// started with the arguments in `AGENT_ARGS` (e.g. `sandbox-agent`).
-fn backend() -> LocalBackend {
+fn backend(warm_agents: usize) -> LocalBackend {
     let program = std::env::var("AGENT").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rebyte-sandbox-agent").to_string());
     let args =
         std::env::var("AGENT_ARGS").map(|a| a.split_whitespace().map(String::from).collect()).unwrap_or_default();
-    LocalBackend::new(LocalConfig::with_agent(program, args))
+    let mut config = LocalConfig::with_agent(program, args);
+    config.warm_agents = warm_agents;
+    LocalBackend::new(config)
 }
 
 async fn bench() {
     let iter = env_usize("ITER", 200);
     let idle = env_usize("IDLE", 500);
-    let bench = Bench { backend: backend(), root: tempfile::tempdir().unwrap(), n: iter };
+    let bench = Bench { backend: backend(1), cold: backend(0), root: tempfile::tempdir().unwrap(), n: iter };
     let mut rows = Vec::new();
 
-    // Warm up caches (binary pages, dentries) for both sides.
+    // Warm up caches (binary pages, dentries) for every side.
     for _ in 0..10 {
         std::process::Command::new("unshare").args(["-mpfnui", "--fork", "true"]).status().unwrap();
-        let sb = bench.create("warm").await;
-        sb.destroy().await.unwrap();
+        for backend in [&bench.backend, &bench.cold] {
+            let sb = bench.create_on(backend, "warmup").await;
+            sb.destroy().await.unwrap();
+        }
     }
 
-    // Alternate the two so that machine noise hits both alike.
+    // Interleave the three so that machine noise hits them alike. A warm
+    // agent is refilled in the background after each use, as in a server.
     let (mut raw, mut ready, mut first_cmd, mut agent_setup) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let (mut cold, mut cold_cmd) = (Vec::new(), Vec::new());
     for _ in 0..bench.n {
         let t = Instant::now();
         let status = std::process::Command::new("unshare").args(["-mpfnui", "--fork", "true"]).status().unwrap();
@@ -182,13 +195,25 @@ async fn bench() {
         run(&*sb, "true").await;
         first_cmd.push(t.elapsed());
         sb.destroy().await.unwrap();
+
+        let t = Instant::now();
+        let sb = bench.create_on(&bench.cold, "cold").await;
+        cold.push(t.elapsed());
+        run(&*sb, "true").await;
+        cold_cmd.push(t.elapsed());
+        sb.destroy().await.unwrap();
     }
     let raw = Stats(raw);
     let ready = Stats(ready);
+    let cold = Stats(cold);
     rows.push(raw.row("raw `unshare -mpfnui --fork true` (spawn → exit)", "baseline"));
-    rows.push(ready.row("first use → ready (`create`, no setup)", "p50 ≤ 10 ms and ≤ 2× raw"));
+    rows.push(ready.row("first use → ready (`create`, no setup; warm agent, the default)", "p50 ≤ 10 ms and ≤ 2× raw"));
     rows.push(Stats(agent_setup).row("  of which: agent setup inside (mounts, pivot, caps)", ""));
     rows.push(Stats(first_cmd).row("first use → first command (`true`) done", ""));
+    rows.push(
+        cold.row("first use → ready, cold (`warm_agents = 0`: clone + exec on demand)", "p50 ≤ 10 ms and ≤ 2× raw"),
+    );
+    rows.push(Stats(cold_cmd).row("first use → first command done, cold", ""));
 
     // Warm round trips on one sandbox.
     let sb = bench.create("warm-rt").await;
@@ -213,7 +238,7 @@ async fn bench() {
     // Idle sandboxes alive at once, counted in a memory cgroup of our own
     // (entered only now: it must not change the timings above).
     let scope = MemScope::enter();
-    let bench = Bench { backend: backend(), ..bench };
+    let bench = Bench { backend: backend(1), cold: backend(0), ..bench };
     tokio::time::sleep(Duration::from_millis(500)).await;
     let self_pid = std::process::id() as i32;
     let (avail_before, rss_before) = (mem_available_kib(), proc_kib(self_pid, "status", "VmRSS:"));
@@ -255,8 +280,12 @@ async fn bench() {
     for r in rows {
         println!("{r}");
     }
-    let ratio = ready.pct(0.5).as_secs_f64() / raw.pct(0.5).as_secs_f64();
-    println!("\nfirst use → ready p50 / raw unshare p50 = {ratio:.2}×\n");
+    let ratio = |s: &Stats| s.pct(0.5).as_secs_f64() / raw.pct(0.5).as_secs_f64();
+    println!(
+        "\nfirst use → ready p50 / raw unshare p50 = {:.2}× (warm agent), {:.2}× (cold)\n",
+        ratio(&ready),
+        ratio(&cold)
+    );
     println!("| {idle} idle sandboxes at once | value |");
     println!("| --- | --- |");
     println!("| created one after another in | {:.2} s |", created.as_secs_f64());

@@ -29,7 +29,6 @@ use std::time::Instant;
 /// [`InitConfig`]; empty `binds` skip building a root (the machine is the
 /// sandbox).
 pub fn main() -> ! {
-    let started = Instant::now();
     if let Some(n) = threads().filter(|n| *n > 1) {
         // SIGCHLD would go to other threads, capabilities would stay with them.
         eprintln!("rebyte sandbox agent: {n} threads; call agent::main before starting a runtime");
@@ -52,7 +51,10 @@ pub fn main() -> ! {
             std::process::exit(2);
         }
     };
-    let init = match ctl.read_blocking() {
+    let init = ctl.read_blocking();
+    // A warm agent may have waited long for its init: time the setup alone.
+    let started = Instant::now();
+    let init = match init {
         Ok(Some(frame)) if frame.kind == Kind::Init => frame.parse::<InitConfig>(),
         Ok(_) => std::process::exit(2),
         Err(e) => Err(e),

@@ -143,7 +143,6 @@ pub(super) async fn launch(
         Some(p) => Ok(p),
         None => spawn_agent(config, spec.network),
     };
-    pool.refill(config, spec.network);
     // The agent has run nothing yet: it waits for the init frame.
     let pending = pending.and_then(|p| match &cgroup {
         Some(cg) => cg.add(p.pid()).map(|()| p).map_err(|e| Error::io("move the agent into its cgroup", e)),
@@ -171,6 +170,8 @@ pub(super) async fn launch(
         Err(e) => Err(e),
     };
     let process = AgentProcess::watch(spawned, cgroup);
+    // Refilled only now, so the clone does not compete with this start.
+    pool.refill(config, spec.network);
     match handshake {
         Ok((conn, hello)) => {
             let setup = std::time::Duration::from_micros(hello.setup_us);

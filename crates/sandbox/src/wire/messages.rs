@@ -158,7 +158,7 @@ pub struct Exited {
 pub struct Hello {
     pub version: u32,
     pub pid: i32,
-    /// Time the agent spent building the sandbox (local backend).
+    /// Time from the init frame to ready (building the sandbox).
     pub setup_us: u64,
 }
 

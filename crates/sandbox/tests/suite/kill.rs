@@ -49,12 +49,14 @@ async fn a_background_process_keeps_running_after_its_command_returns_and_prints
     // It writes to the command's stdout long after the command exited.
     let out = run(&*sb.sandbox, "(sleep 0.2; echo late; echo alive > bg.txt; sleep 100) &").await;
     assert!(out.status.success());
+    let mut content = String::new();
     for _ in 0..100 {
-        if sb.host_path("bg.txt").exists() {
+        content = std::fs::read_to_string(sb.host_path("bg.txt")).unwrap_or_default();
+        if content == "alive\n" {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(std::fs::read_to_string(sb.host_path("bg.txt")).unwrap(), "alive\n");
+    assert_eq!(content, "alive\n");
     assert!(alive(&*sb.sandbox, "100").await);
 }
