@@ -11,6 +11,7 @@
 //! simply not found.
 
 mod error;
+mod session_cache;
 pub mod sqlite;
 mod sqlite_batch;
 mod sqlite_envs;

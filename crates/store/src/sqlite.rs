@@ -25,6 +25,7 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pub(crate) pool: SqlitePool,
+    pub(crate) sessions: std::sync::Arc<crate::session_cache::SessionCache>,
 }
 
 impl SqliteStore {
@@ -57,7 +58,7 @@ impl SqliteStore {
     async fn connect(options: SqliteConnectOptions) -> Result<Self> {
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool })
+        Ok(Self { pool, sessions: Default::default() })
     }
 }
 
@@ -297,12 +298,20 @@ impl Store for SqliteStore {
     }
 
     async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+        let generation = match self.sessions.get(org_id, id) {
+            Ok(record) => return Ok(Some(record)),
+            Err(generation) => generation,
+        };
         let doc: Option<String> = sqlx::query_scalar("SELECT doc FROM sessions WHERE id = ? AND org_id = ?")
             .bind(id.to_string())
             .bind(org_id)
             .fetch_optional(&self.pool)
             .await?;
-        Ok(doc.map(|d| serde_json::from_str(&d)).transpose()?)
+        let record: Option<SessionRecord> = doc.map(|d| serde_json::from_str(&d)).transpose()?;
+        if let Some(record) = &record {
+            self.sessions.fill(org_id, record, generation);
+        }
+        Ok(record)
     }
 
     async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
@@ -320,6 +329,7 @@ impl Store for SqliteStore {
         .bind(org_id)
         .execute(&self.pool)
         .await?;
+        self.sessions.invalidate([session.id]);
         Ok(done.rows_affected() > 0)
     }
 
@@ -356,6 +366,7 @@ impl Store for SqliteStore {
             self.delete_session_rows(&mut tx, &id.to_string()).await?;
         }
         tx.commit().await?;
+        self.sessions.invalidate([id]);
         Ok(done.rows_affected() > 0)
     }
 

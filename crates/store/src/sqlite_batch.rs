@@ -66,6 +66,10 @@ impl SqliteStore {
             }
         }
         tx.commit().await?;
+        self.sessions.invalidate(writes.iter().filter_map(|w| match w {
+            Write::SessionState { session_id, .. } => Some(*session_id),
+            _ => None,
+        }));
         Ok(())
     }
 }

@@ -1,0 +1,114 @@
+//! A read cache of session records in front of SQLite: reading a session is
+//! the hottest path of the API. Every write to a session — its
+//! configuration, the engine's state, a delete — invalidates its entry after
+//! the write commits; a read that raced a write does not fill the cache (a
+//! generation counter tells), so the cache never serves a stale record.
+//! It is per process: a second process writing the same file would not be
+//! seen (the server is the only writer of sessions).
+
+use protocol::session::SessionRecord;
+use std::collections::HashMap;
+use std::sync::Mutex;
+use uuid::Uuid;
+
+/// Entries kept at most; past that the cache starts over.
+const CAPACITY: usize = 50_000;
+
+#[derive(Default)]
+struct Inner {
+    entries: HashMap<Uuid, (String, SessionRecord)>,
+    /// Bumped by every invalidation.
+    generation: u64,
+}
+
+/// The cache.
+#[derive(Default)]
+pub struct SessionCache {
+    inner: Mutex<Inner>,
+}
+
+impl std::fmt::Debug for SessionCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionCache").field("entries", &self.lock().entries.len()).finish()
+    }
+}
+
+impl SessionCache {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cached record, or the generation to pass to [`Self::fill`].
+    pub fn get(&self, org_id: &str, id: Uuid) -> Result<SessionRecord, u64> {
+        let inner = self.lock();
+        match inner.entries.get(&id) {
+            Some((org, record)) if org == org_id => Ok(record.clone()),
+            _ => Err(inner.generation),
+        }
+    }
+
+    /// Caches a record read from the store, unless a write happened since `generation`.
+    pub fn fill(&self, org_id: &str, record: &SessionRecord, generation: u64) {
+        let mut inner = self.lock();
+        if inner.generation != generation {
+            return;
+        }
+        if inner.entries.len() >= CAPACITY {
+            inner.entries.clear();
+        }
+        inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
+    }
+
+    /// Forgets sessions after a write to them committed.
+    pub fn invalidate(&self, ids: impl IntoIterator<Item = Uuid>) {
+        let mut inner = self.lock();
+        for id in ids {
+            inner.entries.remove(&id);
+        }
+        inner.generation += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use protocol::agent::AgentConfig;
+    use protocol::session::{SessionAgent, SessionEnvironment, SessionStatus};
+
+    fn record(id: Uuid, status: SessionStatus) -> SessionRecord {
+        SessionRecord {
+            id,
+            created_at: 0,
+            last_active_at: 0,
+            metadata: Default::default(),
+            agent: SessionAgent { id: "a".into(), version: None, name: None, config: AgentConfig::default() },
+            environment: SessionEnvironment::None,
+            status,
+            error: None,
+            vault_ids: Vec::new(),
+            prompt_cache_options: None,
+            review: Default::default(),
+            usage: None,
+            required_actions: Vec::new(),
+            environment_role: Default::default(),
+            sealed_mcp_secrets: None,
+        }
+    }
+
+    #[test]
+    fn a_read_that_raced_a_write_does_not_fill_the_cache() {
+        let cache = SessionCache::default();
+        let id = Uuid::new_v4();
+        let generation = cache.get("org", id).unwrap_err();
+        // A write commits and invalidates while the read was in flight.
+        cache.invalidate([id]);
+        cache.fill("org", &record(id, SessionStatus::Idle), generation);
+        assert!(cache.get("org", id).is_err(), "the stale read was not cached");
+        let generation = cache.get("org", id).unwrap_err();
+        cache.fill("org", &record(id, SessionStatus::InProgress), generation);
+        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::InProgress);
+        assert!(cache.get("other-org", id).is_err(), "another organization never sees it");
+        cache.invalidate([id]);
+        assert!(cache.get("org", id).is_err());
+    }
+}
