@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -152,32 +151,13 @@ def test_list_pages_through_the_organizations_environments(org_client):
         (hosted(files=[{"type": "inline", "path": "/workspace/a", "data": "%%%"}]), "environment.files[0].data"),
         (hosted(setup_commands=[{"command": ""}]), "environment.setup_commands[0].command"),
         (hosted(setup_commands=[{"command": "true", "cwd": "/etc"}]), "environment.setup_commands[0].cwd"),
-        pytest.param(
-            hosted(network={"access": "teleport"}),
-            "environment.network.access",
-            marks=pytest.mark.xfail(
-                reason="server bug: POST /v1/agents/environments with an unknown network.access value answers param "
-                "'environment' (the flattened openai_hosted config loses the path) instead of "
-                "'environment.network.access'",
-                strict=True,
-            ),
-        ),
-        pytest.param(
-            hosted(colour="blue"),
-            "environment.colour",
-            marks=pytest.mark.xfail(
-                reason="server bug: POST /v1/agents/environments accepts unknown fields inside `environment` "
-                "(201 for {'type': 'openai_hosted', 'colour': 'blue'}, and a typo such as 'setup_command' is silently "
-                "dropped, so setup never runs), while the same inline environment on session create is a 400 naming "
-                "'environment.colour' (protocol HostedEnvironmentParam flattens EnvironmentConfig, which defeats "
-                "deny_unknown_fields)",
-                strict=True,
-            ),
-        ),
+        (hosted(network={"access": "teleport"}), "environment.network.access"),
+        (hosted(colour="blue"), "environment.colour"),
+        (hosted(setup_command=[{"command": "true"}]), "environment.setup_command"),
         ({"type": "self_hosted"}, "environment.type"),
     ],
     ids=["path-outside", "path-dotdot", "data-not-base64", "empty-command", "cwd-outside", "network", "unknown",
-         "self-hosted"],
+         "misspelled", "self-hosted"],
 )
 def test_a_bad_environment_is_400_naming_the_field_and_writes_nothing(org_client, environment, param):
     with pytest.raises(openai.BadRequestError) as e:
@@ -583,9 +563,8 @@ def test_outputs_become_artifacts_of_their_own_session_only(client, model):
     body = conforms(mine)
     assert body == {
         "id": mine.id, "object": "agent.session.artifact", "created_at": body["created_at"], "environment_id": env_id,
-        "path": body["path"], "session_id": owner.id, "size_bytes": 9, "turn_id": owner_turn.id,
+        "path": "/workspace/outputs/report.md", "session_id": owner.id, "size_bytes": 9, "turn_id": owner_turn.id,
     }, "the owner's collector skips sessions/"
-    assert body["path"].endswith("report.md")
     assert_recent(body["created_at"])
     assert conforms(client.beta.agents.sessions.artifacts.retrieve(mine.id, session_id=owner.id)) == body
     assert client.beta.agents.sessions.artifacts.content(mine.id, session_id=owner.id).read() == b"report-a\n"
@@ -618,7 +597,18 @@ def test_outputs_become_artifacts_of_their_own_session_only(client, model):
     assert len(client.beta.agents.sessions.artifacts.list(member.id).data) == 2
 
 
+def published(client, sid: str) -> list[tuple[str, str, bytes]]:
+    """Every artifact of the session as (file name, turn id, content), sorted."""
+    artifacts = client.beta.agents.sessions.artifacts
+    return sorted(
+        (a.path.rsplit("/", 1)[-1], a.turn_id, artifacts.content(a.id, session_id=sid).read())
+        for a in artifacts.list(sid)
+    )
+
+
 def test_each_turn_publishes_only_new_or_changed_outputs(client, model):
+    """Artifacts are immutable: a changed output is a new artifact of the turn that changed it, beside the old one;
+    an unchanged output is not published again."""
     s = session(client, hosted())
     model.script(
         shell("echo v1 > $REBYTE_OUTPUT_DIR/a.txt; echo same > $REBYTE_OUTPUT_DIR/b.txt"), reply("1"),
@@ -626,23 +616,20 @@ def test_each_turn_publishes_only_new_or_changed_outputs(client, model):
         shell("true"), reply("3"),
     )
     first, _ = run(client, s.id, "one")
-    before = {a.path.rsplit("/", 1)[-1]: a for a in client.beta.agents.sessions.artifacts.list(s.id)}
-    assert {name: a.turn_id for name, a in before.items()} == {"a.txt": first.id, "b.txt": first.id}
+    before = client.beta.agents.sessions.artifacts.list(s.id).data
+    assert published(client, s.id) == [("a.txt", first.id, b"v1\n"), ("b.txt", first.id, b"same\n")]
     second, _ = run(client, s.id, "two")
     run(client, s.id, "three")
-    after = {a.path.rsplit("/", 1)[-1]: a for a in client.beta.agents.sessions.artifacts.list(s.id)}
-    assert after["b.txt"].to_dict() == before["b.txt"].to_dict(), "an unchanged output is not published again"
-    assert after["a.txt"].turn_id == second.id and after["a.txt"].id != before["a.txt"].id
-    assert client.beta.agents.sessions.artifacts.content(after["a.txt"].id, session_id=s.id).read() == b"v2\n"
+    assert published(client, s.id) == sorted(
+        [("a.txt", first.id, b"v1\n"), ("a.txt", second.id, b"v2\n"), ("b.txt", first.id, b"same\n")]
+    ), "the third turn changed nothing and published nothing"
+    after = {a.id: a for a in client.beta.agents.sessions.artifacts.list(s.id)}
+    for a in before:
+        assert after[a.id].to_dict() == a.to_dict(), "the first turn's artifacts are kept as they were"
+    [v2] = [a for a in after.values() if a.turn_id == second.id]
+    assert v2.id not in {a.id for a in before} and v2.path == "/workspace/outputs/a.txt"
 
 
-@pytest.mark.xfail(
-    reason="server bug: publishing a changed output replaces the earlier artifact (store sqlite_envs.rs put_artifact: "
-    "INSERT … ON CONFLICT(session_id, path) DO UPDATE SET id = …): the artifact the first turn published is gone "
-    "(retrieve → 404, list no longer shows it), although SessionArtifact is 'An immutable file published by a "
-    "completed hosted session turn' with an 'immutable artifact ID'",
-    strict=True,
-)
 def test_an_artifact_stays_when_a_later_turn_changes_the_file(client, model):
     s = session(client, hosted())
     model.script(
@@ -658,11 +645,29 @@ def test_an_artifact_stays_when_a_later_turn_changes_the_file(client, model):
 
 
 @pytest.mark.xfail(
-    reason="server bug: artifact `path` is relative to the session's output directory ('report.md'), but "
-    "SessionArtifact.path is 'The original absolute file path in the execution environment' "
-    "(expected '/workspace/outputs/report.md'; engine sandbox_tools.rs collect_outputs stores `child`)",
+    reason="server bug: an output changed back to content it had in an earlier turn is not published again: the "
+    "collector skips every (path, sha256) the session ever published, not only the newest artifact of each path "
+    "(engine sandbox_tools.rs collect_outputs, `known` from artifact_hashes), and the store would drop it anyway "
+    "(unique index artifacts(session_id, path, sha256), INSERT … ON CONFLICT DO NOTHING): after a.txt = v1 (turn 1), "
+    "v2 (turn 2), v1 (turn 3) no artifact has turn 3's id, so the newest artifact of /workspace/outputs/a.txt is still "
+    "turn 2's v2 while the file holds v1",
     strict=True,
 )
+def test_an_output_changed_back_to_earlier_content_is_a_new_artifact(client, model):
+    s = session(client, hosted())
+    model.script(
+        shell("echo v1 > $REBYTE_OUTPUT_DIR/a.txt"), reply("1"),
+        shell("echo v2 > $REBYTE_OUTPUT_DIR/a.txt"), reply("2"),
+        shell("echo v1 > $REBYTE_OUTPUT_DIR/a.txt"), reply("3"),
+    )
+    first, _ = run(client, s.id, "one")
+    second, _ = run(client, s.id, "two")
+    third, _ = run(client, s.id, "three")
+    assert published(client, s.id) == sorted(
+        [("a.txt", first.id, b"v1\n"), ("a.txt", second.id, b"v2\n"), ("a.txt", third.id, b"v1\n")]
+    ), "the third turn changed the file: its content is published by that turn"
+
+
 def test_an_artifact_path_is_the_absolute_path_in_the_environment(client, model):
     owner = session(client, hosted())
     member = session(client, ref(owner.environment.id))
@@ -703,17 +708,31 @@ def test_setup_runs_exactly_once_under_concurrent_first_use(client):
     assert ready.to_dict()["setup_log"].count("echo x >> /workspace/setup-count") == 1
 
 
-def test_cancelling_the_turn_that_started_setup_does_not_stop_setup(client, model):
+# The first thing a setup command does in the tests below: the status cannot tell that setup runs (it is `pending`
+# before and during setup), this file in the environment's directory on the host can.
+SETUP_STARTED = "touch /workspace/setup-started; "
+
+
+def wait_setup_started(server, env_id: str) -> None:
+    marker = sandbox_dir(server, env_id) / "workspace" / "setup-started"
+    wait_until(marker.exists, f"the setup of {env_id} to start")
+
+
+def setup_count(server, env_id: str) -> Path:
+    return sandbox_dir(server, env_id) / "workspace" / "setup-count"
+
+
+def test_cancelling_the_turn_that_started_setup_does_not_stop_setup(client, server, model):
     """Spec: "Cancelling the Turn that first requested setup stops that Turn's wait; setup continues … The cancelled
     Session can submit another Turn against that Environment"; "If setup is already running, wait for it to finish
     before creating another Session" (a clear 409 meanwhile)."""
     env = client.beta.agents.environments.create(
-        environment=hosted(setup_commands=[{"command": "sleep 1; echo x >> /workspace/setup-count"}])
+        environment=hosted(setup_commands=[{"command": SETUP_STARTED + "sleep 1; echo x >> /workspace/setup-count"}])
     )
     s = session(client, ref(env.id))
     model.script(shell("echo waited"), shell("cat /workspace/setup-count"), reply("ok"))
     send(client, s.id, "go")
-    wait_env(client, env.id, "initializing")
+    wait_setup_started(server, env.id)  # started by the turn's first shell call: nothing else uses the environment
     with pytest.raises(openai.ConflictError) as e:
         session(once(client), ref(env.id))
     assert "setup" in error_of(e.value)["message"]
@@ -725,47 +744,44 @@ def test_cancelling_the_turn_that_started_setup_does_not_stop_setup(client, mode
     assert session(client, ref(env.id)).environment.id == env.id
 
 
-@pytest.mark.xfail(
-    reason="server bug: cancelling a turn that waits for its environment's setup does not stop the turn's wait: the "
-    "turn stays in_progress until setup finishes (engine sandbox_tools.rs: `self.sandbox().await` is not raced "
-    "against the cancellation token), then records a command_execution for the cancelled call (status incomplete)",
-    strict=True,
-)
-def test_cancelling_a_turn_that_waits_for_setup_ends_it_at_once(client, model):
+def test_cancelling_a_turn_that_waits_for_setup_ends_it_at_once(client, server, model):
     env = client.beta.agents.environments.create(
-        environment=hosted(setup_commands=[{"command": "sleep 2; echo x >> /workspace/setup-count"}])
+        environment=hosted(setup_commands=[{"command": SETUP_STARTED + "sleep 2; echo x >> /workspace/setup-count"}])
     )
     s = session(client, ref(env.id))
     model.script(shell("echo waited"))
     send(client, s.id, "go")
-    wait_env(client, env.id, "initializing")
+    wait_setup_started(server, env.id)
     [turn] = client.beta.agents.sessions.turns.list(s.id).data
     started = time.monotonic()
     client.beta.agents.sessions.events.create(s.id, events=[{"type": "agent.session.input.cancel"}])
     assert wait_turn(client, s.id, turn.id).status == "cancelled"
     elapsed = time.monotonic() - started
-    assert client.beta.agents.environments.retrieve(env.id).status == "initializing", "setup still runs"
     assert elapsed < 1, f"the turn ended {elapsed:.1f}s after the cancel, when setup finished"
+    assert not setup_count(server, env.id).exists(), "setup still runs"
+    assert client.beta.agents.environments.retrieve(env.id).status == "pending"
     assert commands(client, s.id, turn.id) == [], "the cancelled call never ran"
+    assert wait_env(client, env.id, "ready")
+    assert setup_count(server, env.id).read_text() == "x\n", "setup went on, once"
+    assert commands(client, s.id, turn.id) == [], "nor did it run once setup was done"
 
 
-@pytest.mark.xfail(
-    reason="server bug: while setup runs, GET /v1/agents/environments/{id} answers status 'initializing', which is "
-    "not an EnvironmentInfo.status literal of the client (pending, ready, connected, disconnected, suspended, expired, "
-    "failed); a provisioning environment is `pending` there",
-    strict=True,
-)
-def test_an_environment_in_setup_has_a_status_the_client_knows(client):
-    env = client.beta.agents.environments.create(environment=hosted(setup_commands=[{"command": "sleep 1"}]))
-    threading.Thread(
-        target=lambda: client.beta.agents.environments.files.create(env.id, type="inline", path="/workspace/a", data="")
-    ).start()
-    wait_until(lambda: client.beta.agents.environments.retrieve(env.id).status != "pending", "setup to start")
-    try:
-        conforms(client.beta.agents.environments.retrieve(env.id))
-        conforms(client.beta.agents.environments.list().data[0])
-    finally:
-        wait_env(client, env.id, "ready")
+def test_an_environment_in_setup_has_a_status_the_client_knows(client, server):
+    """EnvironmentInfo.status has no `initializing`: an environment whose setup runs is `pending`."""
+    env = client.beta.agents.environments.create(
+        environment=hosted(setup_commands=[{"command": SETUP_STARTED + "sleep 1"}])
+    )
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        write = pool.submit(
+            client.beta.agents.environments.files.create, env.id, type="inline", path="/workspace/a", data=""
+        )
+        wait_setup_started(server, env.id)
+        in_setup = conforms(client.beta.agents.environments.retrieve(env.id))
+        listed = client.beta.agents.environments.list().data[0]
+        assert not write.done(), "the write waits for setup"
+        write.result()
+    assert (in_setup["status"], listed.id, conforms(listed)["status"]) == ("pending", env.id, "pending")
+    assert client.beta.agents.environments.retrieve(env.id).status == "ready"
 
 
 def test_setup_does_not_repeat_when_sessions_attach_later_or_the_server_restarts(servers, model):
