@@ -644,15 +644,6 @@ def test_an_artifact_stays_when_a_later_turn_changes_the_file(client, model):
     assert sorted(a.turn_id for a in client.beta.agents.sessions.artifacts.list(s.id)) == sorted([first.id, second.id])
 
 
-@pytest.mark.xfail(
-    reason="server bug: an output changed back to content it had in an earlier turn is not published again: the "
-    "collector skips every (path, sha256) the session ever published, not only the newest artifact of each path "
-    "(engine sandbox_tools.rs collect_outputs, `known` from artifact_hashes), and the store would drop it anyway "
-    "(unique index artifacts(session_id, path, sha256), INSERT … ON CONFLICT DO NOTHING): after a.txt = v1 (turn 1), "
-    "v2 (turn 2), v1 (turn 3) no artifact has turn 3's id, so the newest artifact of /workspace/outputs/a.txt is still "
-    "turn 2's v2 while the file holds v1",
-    strict=True,
-)
 def test_an_output_changed_back_to_earlier_content_is_a_new_artifact(client, model):
     s = session(client, hosted())
     model.script(

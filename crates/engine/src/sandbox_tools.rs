@@ -297,7 +297,8 @@ pub async fn collect_outputs(
     let Some(sandbox) = envs.running(env_id) else { return };
     let root = output_dir(session);
     let skip_sessions = session.environment_role == EnvironmentRole::Owner;
-    let known: std::collections::HashSet<(String, String)> =
+    // The newest content published per path (later rows override earlier ones).
+    let newest: std::collections::HashMap<String, String> =
         store.artifact_hashes(org_id, session.id).await.unwrap_or_default().into_iter().collect();
     let mut stack = vec![String::new()];
     let mut seen = 0;
@@ -316,7 +317,7 @@ pub async fn collect_outputs(
                     let Ok(content) = sandbox.read_file(&format!("{root}/{child}")).await else { continue };
                     let sha = sha256_hex(&content);
                     let path = format!("{root}/{child}");
-                    if known.contains(&(path.clone(), sha.clone())) {
+                    if newest.get(&path) == Some(&sha) {
                         continue;
                     }
                     let artifact = store::Artifact {

@@ -130,17 +130,17 @@ impl ServerConfig {
             TransportConfig::Stdio(stdio) => {
                 for (name, value) in &stdio.env {
                     field(&mut h, "env", name.as_bytes());
-                    value.digest_into(&mut h);
+                    crate::secret::digest_into(value, &mut h);
                 }
             }
             TransportConfig::Http(http) => {
                 if let Some(authorization) = &http.authorization {
                     field(&mut h, "authorization", b"");
-                    authorization.digest_into(&mut h);
+                    crate::secret::digest_into(authorization, &mut h);
                 }
                 for (name, value) in &http.headers {
                     field(&mut h, "header", name.to_ascii_lowercase().as_bytes());
-                    value.digest_into(&mut h);
+                    crate::secret::digest_into(value, &mut h);
                 }
             }
         }

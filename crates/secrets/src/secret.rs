@@ -8,7 +8,7 @@ use zeroize::Zeroize;
 
 /// A secret string. Read it with [`Secret::expose`] only where it is put on the
 /// wire or sealed.
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Secret(String);
 
 impl Secret {

@@ -166,10 +166,10 @@ pub trait Store: Send + Sync + 'static {
     /// How many sessions are attached to an environment.
     async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64>;
 
-    /// Inserts an artifact; one with the same path and content is kept as is
-    /// (artifacts are immutable: a changed file is a new artifact).
+    /// Inserts an artifact (immutable: a changed file is a new artifact); a
+    /// second one for the same path in the same turn is ignored.
     async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()>;
-    /// (path, sha256) of a session's artifacts.
+    /// (path, sha256) of a session's artifacts, oldest first.
     async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>>;
     async fn list_artifacts(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Artifact>>;
     async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>>;

@@ -59,12 +59,13 @@ impl SqliteStore {
 
     pub(crate) async fn put_artifact_impl(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()> {
         sqlx::query(
-            "INSERT INTO artifacts (id, org_id, session_id, path, sha256, doc, content) VALUES (?, ?, ?, ?, ?, ?, ?) \
-             ON CONFLICT(session_id, path, sha256) DO NOTHING",
+            "INSERT INTO artifacts (id, org_id, session_id, turn_id, path, sha256, doc, content) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(session_id, path, turn_id) DO NOTHING",
         )
         .bind(&artifact.id)
         .bind(org_id)
         .bind(&artifact.session_id)
+        .bind(&artifact.turn_id)
         .bind(&artifact.path)
         .bind(&artifact.sha256)
         .bind(serde_json::to_string(artifact)?)
@@ -75,7 +76,7 @@ impl SqliteStore {
     }
 
     pub(crate) async fn artifact_hashes_impl(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>> {
-        let rows = sqlx::query("SELECT path, sha256 FROM artifacts WHERE org_id = ? AND session_id = ?")
+        let rows = sqlx::query("SELECT path, sha256 FROM artifacts WHERE org_id = ? AND session_id = ? ORDER BY seq")
             .bind(org_id)
             .bind(session_id.to_string())
             .fetch_all(&self.pool)
