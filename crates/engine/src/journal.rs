@@ -44,9 +44,19 @@ impl Journal {
         }
     }
 
+    /// How many writes were queued so far: a position to [`Self::flush_to`].
+    pub fn position(&self) -> u64 {
+        self.queued.load(Ordering::SeqCst)
+    }
+
     /// Waits until every write queued before this call is committed.
     pub async fn flush(&self) -> Result<(), String> {
-        if self.committed.load(Ordering::SeqCst) >= self.queued.load(Ordering::SeqCst) {
+        self.flush_to(self.position()).await
+    }
+
+    /// Waits until the first `position` writes are committed.
+    pub async fn flush_to(&self, position: u64) -> Result<(), String> {
+        if self.committed.load(Ordering::SeqCst) >= position {
             return Ok(());
         }
         let (tx, rx) = oneshot::channel();

@@ -28,10 +28,23 @@ struct Active {
     pending: HashSet<String>,
 }
 
+/// A submitted turn waiting for the session's worker.
+struct Queued {
+    org_id: String,
+    turn_id: Uuid,
+    /// The turn and its input as submitted (a queued turn changes only by
+    /// being cancelled, which takes it out of the queue).
+    turn: Turn,
+    input: Vec<Item>,
+    /// The journal position before the turn's own writes: what it must wait
+    /// for before reading its history.
+    before: u64,
+}
+
 /// A session's queue and its running turn.
 #[derive(Default)]
 struct Slot {
-    queued: VecDeque<(String, Uuid)>,
+    queued: VecDeque<Queued>,
     running: bool,
     active: Option<Active>,
 }
@@ -185,7 +198,9 @@ impl Engine {
     ) -> Result<Turn> {
         let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
         turn.background = background;
+        let before = self.inner.journal.position();
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
+        let mut input = Vec::new();
         let mut events = vec![EventBody::TurnCreated {
             session_id: session.id.to_string(),
             turn_id: turn.id.clone(),
@@ -201,6 +216,7 @@ impl Engine {
                 phase: None,
             };
             self.write(Write::Item { org_id: org_id.to_string(), session_id: session.id, item: item.clone() });
+            input.push(item.clone());
             events.push(EventBody::ItemAdded {
                 session_id: session.id.to_string(),
                 turn_id: turn.id.clone(),
@@ -209,13 +225,15 @@ impl Engine {
             });
         }
         self.inner.bus.publish(session.id, events);
-        // Durable before anything runs and before the caller hears of it.
-        self.flush().await?;
         let turn_id = Uuid::parse_str(&turn.id).map_err(|e| Error::Invalid(e.to_string()))?;
+        // The worker starts from the turn and input in memory while the
+        // journal commits them: the model is asked at once, and the caller
+        // hears of the turn only once it is durable.
+        let queued = Queued { org_id: org_id.to_string(), turn_id, turn: turn.clone(), input, before };
         let start = {
             let mut slots = self.slots();
             let slot = slots.entry(session.id).or_default();
-            slot.queued.push_back((org_id.to_string(), turn_id));
+            slot.queued.push_back(queued);
             !std::mem::replace(&mut slot.running, true)
         };
         if start {
@@ -223,6 +241,7 @@ impl Engine {
             let session_id = session.id;
             tokio::spawn(async move { engine.work(session_id).await });
         }
+        self.flush().await?;
         Ok(turn)
     }
 
@@ -305,9 +324,9 @@ impl Engine {
                     let pos = slot
                         .queued
                         .iter()
-                        .position(|(_, t)| only.is_none_or(|o| o == *t))
+                        .position(|q| only.is_none_or(|o| o == q.turn_id))
                         .ok_or(Error::NoActiveTurn)?;
-                    slot.queued.remove(pos).map(|(_, t)| t).ok_or(Error::NoActiveTurn)?
+                    slot.queued.remove(pos).map(|q| q.turn_id).ok_or(Error::NoActiveTurn)?
                 }
             }
         };
@@ -347,6 +366,9 @@ impl Engine {
 
     /// The worker: runs queued turns until none is left.
     async fn work(self, session_id: Uuid) {
+        // Where the journal stood when the previous turn of this worker ended:
+        // the next turn's history needs everything up to there.
+        let mut previous_end = 0;
         loop {
             // Taking the next turn and making it the active one happen under
             // one lock, so a cancel always finds the turn somewhere.
@@ -354,7 +376,8 @@ impl Engine {
                 let mut slots = self.slots();
                 let Some(slot) = slots.get_mut(&session_id) else { return };
                 match slot.queued.pop_front() {
-                    Some((org_id, turn_id)) => {
+                    Some(queued) => {
+                        let turn_id = queued.turn_id;
                         let cancel = CancellationToken::new();
                         let (results_tx, results) = mpsc::unbounded_channel();
                         slot.active = Some(Active {
@@ -363,7 +386,7 @@ impl Engine {
                             results: results_tx,
                             pending: HashSet::new(),
                         });
-                        Some((org_id, turn_id, cancel, results))
+                        Some((queued, cancel, results))
                     }
                     None => {
                         slots.remove(&session_id);
@@ -371,12 +394,15 @@ impl Engine {
                     }
                 }
             };
-            let Some((org_id, turn_id, cancel, results)) = next else { return };
-            if let Err(e) = self.run(&org_id, session_id, turn_id, cancel, results).await {
+            let Some((mut queued, cancel, results)) = next else { return };
+            let (org_id, turn_id) = (queued.org_id.clone(), queued.turn_id);
+            queued.before = queued.before.max(previous_end);
+            if let Err(e) = self.run(session_id, queued, cancel, results).await {
                 tracing::error!(%session_id, %turn_id, error = %e, "turn aborted by a store error");
                 let error = TurnError::new("internal_error", format!("the turn stopped on an internal error: {e}"));
                 let _ = self.end_queued(&org_id, session_id, turn_id, TurnStatus::Failed, Some(error)).await;
             }
+            previous_end = self.inner.journal.position();
             if let Some(slot) = self.slots().get_mut(&session_id) {
                 slot.active = None;
             }
@@ -385,28 +411,22 @@ impl Engine {
 
     async fn run(
         &self,
-        org_id: &str,
         session_id: Uuid,
-        turn_id: Uuid,
+        queued: Queued,
         cancel: CancellationToken,
         results: mpsc::UnboundedReceiver<ToolResult>,
     ) -> Result<()> {
-        // The previous turn's writes are this one's history.
-        self.flush().await?;
+        let Queued { org_id, turn, input, before, .. } = queued;
+        let org_id = org_id.as_str();
+        // Earlier turns' writes are this one's history; its own may still be
+        // committing (the submission waits for those).
+        self.inner.journal.flush_to(before).await.map_err(Error::Invalid)?;
         let store = &self.inner.store;
-        // Three independent reads, on three of the pool's connections at once.
-        let turn_key = turn_id.to_string();
-        let (session, turn, history) = tokio::join!(
-            store.get_session(org_id, session_id),
-            store.get_turn(org_id, turn_id),
-            store.history(org_id, session_id, &turn_key)
-        );
-        let (Some(session), Some(turn), history) = (session?, turn?, history?) else {
+        let (session, history) = tokio::join!(store.get_session(org_id, session_id), store.history(org_id, session_id));
+        let (Some(session), mut history) = (session?, history?) else {
             return Ok(());
         };
-        if turn.status.is_terminal() {
-            return Ok(());
-        }
+        history.extend(input);
         if cancel.is_cancelled() {
             return self.recorder(org_id, session, turn).finish(TurnStatus::Cancelled, None).await;
         }

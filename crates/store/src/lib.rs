@@ -148,10 +148,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Page<Item>>;
     /// Every item of one turn, oldest first.
     async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
-    /// The items of a session's turns up to and including `turn_id`, turn by
-    /// turn, oldest first: the history a model sees in that turn (input queued
-    /// for later turns is left out).
-    async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
+    /// The items of a session's finished turns, turn by turn, oldest first:
+    /// the history a new turn starts from (input queued for later turns is
+    /// left out, as they are not finished).
+    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>>;
 
     /// Inserts or replaces an environment of `org_id`.
     async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()>;

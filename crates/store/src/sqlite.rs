@@ -404,8 +404,8 @@ impl Store for SqliteStore {
         docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
     }
 
-    async fn history(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
-        self.history_impl(org_id, session_id, turn_id).await
+    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+        self.history_impl(org_id, session_id).await
     }
 
     async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()> {

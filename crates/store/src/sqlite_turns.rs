@@ -64,16 +64,14 @@ impl SqliteStore {
         .await
     }
 
-    pub(crate) async fn history_impl(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+    pub(crate) async fn history_impl(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
         let docs: Vec<String> = sqlx::query_scalar(
             "SELECT i.doc FROM items i JOIN turns t ON t.id = i.turn_id \
-             WHERE i.session_id = ?1 AND i.org_id = ?2 \
-               AND t.seq <= (SELECT seq FROM turns WHERE id = ?3 AND org_id = ?2) \
+             WHERE i.session_id = ?1 AND i.org_id = ?2 AND t.status IN ('completed', 'failed', 'cancelled') \
              ORDER BY t.seq, i.seq",
         )
         .bind(session_id.to_string())
         .bind(org_id)
-        .bind(turn_id)
         .fetch_all(&self.pool)
         .await?;
         docs.iter().map(|d| Ok(serde_json::from_str(d)?)).collect()
