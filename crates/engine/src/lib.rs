@@ -18,6 +18,7 @@
 pub mod bus;
 pub mod environments;
 pub mod error;
+mod histories;
 pub mod history;
 pub mod hosted;
 pub mod journal;

@@ -51,14 +51,21 @@ pub struct Recorder {
     pub session: SessionRecord,
     pub turn: Turn,
     next_output_index: i64,
+    /// The turn's output items in their latest form, in order (they join the
+    /// session's history kept in memory when the turn ends).
+    pub items: Vec<Item>,
 }
 
 impl Recorder {
     pub fn new(journal: Arc<Journal>, bus: Arc<Bus>, org_id: String, session: SessionRecord, turn: Turn) -> Self {
-        Self { journal, bus, org_id, session, turn, next_output_index: 0 }
+        Self { journal, bus, org_id, session, turn, next_output_index: 0, items: Vec::new() }
     }
 
-    fn put_item(&self, item: &Item) {
+    fn put_item(&mut self, item: &Item) {
+        match self.items.iter_mut().find(|i| i.id() == item.id()) {
+            Some(existing) => *existing = item.clone(),
+            None => self.items.push(item.clone()),
+        }
         self.journal.write(Write::Item {
             org_id: self.org_id.clone(),
             session_id: self.session.id,
@@ -104,7 +111,7 @@ impl Recorder {
     }
 
     /// Stores an item's final form and announces it done, with extra events first.
-    pub async fn done_item(&self, item: Item, index: i64, mut before: Vec<EventBody>) -> Result<()> {
+    pub async fn done_item(&mut self, item: Item, index: i64, mut before: Vec<EventBody>) -> Result<()> {
         self.put_item(&item);
         before.push(EventBody::ItemDone {
             session_id: self.sid(),

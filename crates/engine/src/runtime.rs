@@ -3,6 +3,7 @@
 
 use crate::bus::Bus;
 use crate::error::{Error, Result};
+use crate::histories::Histories;
 use crate::journal::Journal;
 use crate::record::{Recorder, now};
 use crate::tools::{HostedToolsFactory, ToolSet};
@@ -57,6 +58,7 @@ struct Inner {
     hosted: Option<Arc<dyn HostedToolsFactory>>,
     // Held only for short, non-async critical sections.
     slots: Mutex<HashMap<Uuid, Slot>>,
+    histories: Histories,
 }
 
 /// The engine; cheap to clone.
@@ -74,7 +76,9 @@ impl Engine {
     ) -> Result<Self> {
         let journal = Arc::new(Journal::start(Arc::clone(&store)));
         let bus = Arc::new(Bus::new(&store, Arc::clone(&journal)).await?);
-        Ok(Self { inner: Arc::new(Inner { store, models, journal, bus, hosted, slots: Mutex::default() }) })
+        let inner =
+            Inner { store, models, journal, bus, hosted, slots: Mutex::default(), histories: Histories::default() };
+        Ok(Self { inner: Arc::new(inner) })
     }
 
     /// Waits until every change the engine made so far is in the store; call
@@ -253,6 +257,7 @@ impl Engine {
         session: &SessionRecord,
         messages: Vec<(Role, Vec<Content>)>,
     ) -> Result<Turn> {
+        self.inner.histories.invalidate(session.id);
         let at = now();
         let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, at);
         turn.status = TurnStatus::Completed;
@@ -336,6 +341,7 @@ impl Engine {
 
     /// Stops everything of a deleted session.
     pub fn forget(&self, session_id: Uuid) {
+        self.inner.histories.invalidate(session_id);
         if let Some(slot) = self.slots().get_mut(&session_id) {
             slot.queued.clear();
             if let Some(a) = &slot.active {
@@ -353,6 +359,7 @@ impl Engine {
         status: TurnStatus,
         error: Option<TurnError>,
     ) -> Result<()> {
+        self.inner.histories.invalidate(session_id);
         self.flush().await?;
         let store = &self.inner.store;
         let (Some(session), Some(turn)) =
@@ -422,10 +429,16 @@ impl Engine {
         // committing (the submission waits for those).
         self.inner.journal.flush_to(before).await.map_err(Error::Invalid)?;
         let store = &self.inner.store;
-        let (session, history) = tokio::join!(store.get_session(org_id, session_id), store.history(org_id, session_id));
-        let (Some(session), mut history) = (session?, history?) else {
-            return Ok(());
+        let (generation, kept) = self.inner.histories.get(session_id);
+        let (session, mut history) = match kept {
+            Some(items) => (store.get_session(org_id, session_id).await?, items.as_ref().clone()),
+            None => {
+                let (session, history) =
+                    tokio::join!(store.get_session(org_id, session_id), store.history(org_id, session_id));
+                (session?, history?)
+            }
         };
+        let Some(session) = session else { return Ok(()) };
         history.extend(input);
         if cancel.is_cancelled() {
             return self.recorder(org_id, session, turn).finish(TurnStatus::Cancelled, None).await;
@@ -453,6 +466,7 @@ impl Engine {
         };
         let tools = ToolSet::new(&rec.session.agent.config, hosted);
         let messages = crate::turn::initial_messages(&history);
+        let history_before = history;
         let engine = self.clone();
         let register = Box::new(move |calls: Vec<String>| {
             if let Some(a) = engine.slots().get_mut(&session_id).and_then(|s| s.active.as_mut()) {
@@ -467,9 +481,14 @@ impl Engine {
             f.after_turn(org_id, &rec.session, &rec.turn.id).await;
         }
         match ending {
-            Ending::Completed => rec.finish(TurnStatus::Completed, None).await,
-            Ending::Cancelled => rec.finish(TurnStatus::Cancelled, None).await,
-            Ending::Failed(e) => rec.finish(TurnStatus::Failed, Some(e)).await,
+            Ending::Completed => rec.finish(TurnStatus::Completed, None).await?,
+            Ending::Cancelled => rec.finish(TurnStatus::Cancelled, None).await?,
+            Ending::Failed(e) => rec.finish(TurnStatus::Failed, Some(e)).await?,
         }
+        // The finished turns' items, for the next turn of this session.
+        let mut history = history_before;
+        history.append(&mut rec.items);
+        self.inner.histories.put(session_id, generation, history);
+        Ok(())
     }
 }

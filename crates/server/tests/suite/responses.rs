@@ -176,3 +176,23 @@ async fn conversation_items_can_be_added_and_the_model_sees_them() {
         .collect();
     assert_eq!(texts, ["My name is Ada.", "Hello Ada.", "Who am I?"]);
 }
+
+#[tokio::test]
+async fn items_added_between_turns_reach_the_next_turns_history() {
+    let (model, s) = setup(vec![Step::text("first"), Step::text("second")]).await;
+    let (_, r1) = s.post("/v1/responses", json!({"model": "m", "input": "one"})).await;
+    let conv = r1["conversation"]["id"].as_str().unwrap().to_string();
+    let (status, _) = s
+        .post(&format!("/v1/conversations/{conv}/items"), json!({"items": [{"role": "user", "content": "an aside"}]}))
+        .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, r2) = s.post("/v1/responses", json!({"conversation": conv, "input": "two"})).await;
+    assert_eq!(r2["status"], "completed", "{r2}");
+    let texts: Vec<String> = model.last_request().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(texts, ["one", "first", "an aside", "two"], "the kept history was refreshed after the aside");
+}
