@@ -384,27 +384,25 @@ impl AgentCreate {
 
 impl AgentUpdate {
     /// Applies the update to a record, producing the next version's fields.
+    /// The configuration fields patch exactly as a session's agent overrides do.
     pub fn apply(self, record: &mut AgentRecord) {
-        let c = &mut record.config;
-        self.compaction.apply_opt(&mut c.compaction);
-        if let Some(patch) = self.experimental {
-            patch.merge(&mut c.experimental);
-        }
-        self.instructions.apply_opt(&mut c.instructions);
         self.metadata.apply_or_default(&mut record.metadata);
-        if let Patch::Value(model) = self.model {
-            c.model = model;
-        }
-        self.multi_agent.apply_or_default(&mut c.multi_agent);
         self.name.apply_opt(&mut record.name);
-        self.reasoning.apply_or_default(&mut c.reasoning);
-        self.service_tier.apply_or_default(&mut c.service_tier);
-        match self.text {
-            Patch::Absent => {}
-            Patch::Null => c.text = AgentText::default(),
-            Patch::Value(t) => c.text = t.into(),
-        }
-        self.tools.apply_or_default(&mut c.tools);
-        self.max_steps.apply_opt(&mut c.max_steps);
+        let config = crate::session::SessionAgentParam {
+            compaction: self.compaction,
+            experimental: self.experimental,
+            instructions: self.instructions,
+            model: match self.model {
+                Patch::Value(model) => Some(model),
+                Patch::Absent | Patch::Null => None,
+            },
+            multi_agent: self.multi_agent,
+            reasoning: self.reasoning,
+            service_tier: self.service_tier,
+            text: self.text,
+            tools: self.tools,
+            max_steps: self.max_steps,
+        };
+        config.apply(&mut record.config);
     }
 }
