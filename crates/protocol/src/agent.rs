@@ -105,7 +105,7 @@ pub struct Reasoning {
 }
 
 /// Output text format.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TextFormat {
     #[default]
@@ -113,6 +113,31 @@ pub enum TextFormat {
     JsonSchema {
         schema: serde_json::Map<String, serde_json::Value>,
     },
+}
+
+/// The JSON-schema format's fields, for the tagged deserializer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JsonSchemaFields {
+    schema: serde_json::Map<String, serde_json::Value>,
+}
+
+/// The text format's fields (none).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+impl<'de> Deserialize<'de> for TextFormat {
+    // By hand, so that errors inside a format name their field path.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let (kind, rest) = crate::tagged::split::<D>(d, &["text", "json_schema"])?;
+        match kind.as_str() {
+            "text" => crate::tagged::variant::<NoFields, D>(rest).map(|_| TextFormat::Text),
+            _ => {
+                crate::tagged::variant::<JsonSchemaFields, D>(rest).map(|f| TextFormat::JsonSchema { schema: f.schema })
+            }
+        }
+    }
 }
 
 /// Verbosity of generated text.
