@@ -30,6 +30,8 @@ struct Live {
 /// The MCP helpers of one turn.
 pub struct McpTools {
     connector: Connector,
+    /// Optional servers left out of the turn, as (code, message).
+    left_out: Vec<(String, String)>,
     // Replaced only after a forced credential refresh; calls otherwise share it.
     live: tokio::sync::RwLock<Live>,
 }
@@ -71,11 +73,21 @@ impl McpTools {
         if let Some(required) = problems.iter().find(|p| p.required) {
             return Err(required.turn_error());
         }
-        for p in &problems {
-            tracing::info!(server = %p.label, step = %p.step, error = %p.message, "optional MCP server left out of the turn");
-        }
+        let left_out = problems
+            .iter()
+            .map(|p| {
+                tracing::info!(server = %p.label, step = %p.step, error = %p.message, "optional MCP server left out of the turn");
+                (
+                    "mcp_server_unavailable".to_string(),
+                    format!(
+                        "optional MCP server '{}' is left out of this turn (step: {}): {}",
+                        p.label, p.step, p.message
+                    ),
+                )
+            })
+            .collect();
         let live = Live { toolset: connected.toolset, planned };
-        Ok(Some(McpTools { connector, live: tokio::sync::RwLock::new(live) }))
+        Ok(Some(McpTools { connector, left_out, live: tokio::sync::RwLock::new(live) }))
     }
 
     async fn toolset(&self) -> Toolset {
@@ -173,6 +185,10 @@ impl HostedTools for McpTools {
 
     fn handles(&self, name: &str) -> bool {
         HELPERS.contains(&name)
+    }
+
+    fn warnings(&self) -> Vec<(String, String)> {
+        self.left_out.clone()
     }
 
     async fn call(

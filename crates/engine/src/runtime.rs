@@ -464,6 +464,17 @@ impl Engine {
             },
             None => Vec::new(),
         };
+        let warnings: Vec<EventBody> = hosted
+            .iter()
+            .flat_map(|h| h.warnings())
+            .map(|(code, message)| EventBody::Error {
+                session_id: session_id.to_string(),
+                error: protocol::event::SessionError { code: Some(code), message, param: None, kind: "warning".into() },
+            })
+            .collect();
+        if !warnings.is_empty() {
+            rec.emit(warnings).await?;
+        }
         let tools = ToolSet::new(&rec.session.agent.config, hosted);
         let messages = crate::turn::initial_messages(&history);
         let history_before = history;

@@ -32,6 +32,11 @@ pub trait HostedTools: Send + Sync {
     fn specs(&self) -> Vec<ToolSpec>;
     /// Whether `name` is one of these tools.
     fn handles(&self, name: &str) -> bool;
+    /// What the caller should hear about these tools as the turn starts
+    /// (an optional MCP server left out, and why): (code, message) pairs.
+    fn warnings(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
     /// Runs one call; `cancel` fires when the turn is cancelled.
     async fn call(
         &self,

@@ -177,6 +177,11 @@ async fn an_unavailable_optional_server_contributes_nothing_and_the_turn_goes_on
     assert!(found.get("unavailable").is_none(), "the left-out server is not searched: {found}");
     let gone = tool_result(&requests[2], "c_gone");
     assert!(gone.contains("unknown MCP server 'flaky'"), "{gone}");
+    let events = s.events(&sid).await;
+    let warning = events.iter().find(|e| e["type"] == "error").expect("the caller hears of the left-out server");
+    assert_eq!(warning["error"]["type"], "warning");
+    assert_eq!(warning["error"]["code"], "mcp_server_unavailable");
+    assert!(warning["error"]["message"].as_str().unwrap().contains("'flaky'"), "{warning}");
 }
 
 #[tokio::test]
