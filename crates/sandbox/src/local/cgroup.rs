@@ -252,10 +252,15 @@ impl SandboxCgroup {
             (Version::V2, false) => ("cgroup.freeze", "0", "cgroup.events", "frozen 0"),
         };
         std::fs::write(dir.join(file), value)?;
-        for _ in 0..2000 {
+        for attempt in 0..2000 {
             let state = std::fs::read_to_string(dir.join(done_file))?;
             if state.lines().any(|l| l.trim() == done) {
                 return Ok(());
+            }
+            // A v1 freezer can stay FREEZING when a task was forking or busy
+            // in the kernel; the documented remedy is to write the state again.
+            if attempt % 10 == 9 {
+                std::fs::write(dir.join(file), value)?;
             }
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
