@@ -113,6 +113,17 @@ pub enum NetworkPolicy {
     Disabled,
     /// The host's network.
     Enabled,
+    /// A private network namespace with only loopback, and an HTTP proxy at
+    /// `127.0.0.1:3128` (in `HTTP_PROXY` and friends) that reaches the
+    /// domains [`SandboxSpec::domains`] allows, from the host.
+    Restricted,
+}
+
+impl NetworkPolicy {
+    /// Whether the sandbox gets a network namespace of its own.
+    pub fn private_namespace(self) -> bool {
+        self != NetworkPolicy::Enabled
+    }
 }
 
 /// A per-process resource limit, for hosts without cgroup limits.
@@ -166,6 +177,8 @@ pub struct SandboxSpec {
     /// and `npm install -g` survive a restart); `None` gives a tmpfs.
     pub home: Option<PathBuf>,
     pub network: NetworkPolicy,
+    /// The domains a restricted network reaches.
+    pub domains: crate::egress::DomainPolicy,
     /// The base environment of every command (the environment's `env`).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
@@ -178,6 +191,7 @@ impl SandboxSpec {
             workspace: workspace.into(),
             home: None,
             network: NetworkPolicy::Disabled,
+            domains: Default::default(),
             env: BTreeMap::new(),
             limits: Limits::default(),
         }

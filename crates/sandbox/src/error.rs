@@ -36,6 +36,9 @@ pub enum Error {
     /// The agent broke the protocol (a bad frame, an unexpected reply).
     #[error("sandbox protocol error: {0}")]
     Protocol(String),
+    /// The network policy refused a connection, or it could not be made.
+    #[error(transparent)]
+    Egress(#[from] crate::egress::EgressError),
     /// Environment setup failed: the step, its output and the log so far.
     #[error(transparent)]
     Setup(Box<crate::setup::SetupFailure>),

@@ -9,6 +9,7 @@
 //! - [`sandbox`]: the traits.
 //! - [`wire`]: frames and messages, transport-agnostic.
 //! - [`client`]: the host end of the protocol (streams, kills, stdio pumps).
+//! - [`egress`]: network policy, the filtering proxy, dials into a sandbox.
 //! - [`local`]: namespaces, private root, cgroups; starts the agent.
 //! - [`agent`]: PID 1 inside the sandbox, a single-threaded poll loop.
 //! - [`setup`]: files, env, packages and setup commands, applied once.
@@ -20,6 +21,7 @@
 pub mod agent;
 pub mod api;
 pub mod client;
+pub mod egress;
 mod error;
 pub mod local;
 pub mod paths;

@@ -4,7 +4,9 @@
 
 use crate::api::{DirEntry, ExecRequest, Limits, SandboxSpec, SandboxState, SpawnRequest};
 use crate::client::{Execution, StdioProcess};
+use crate::egress::BoxStream;
 use crate::error::Result;
+use crate::local::ProxyEndpoint;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,6 +42,16 @@ pub trait Sandbox: Send + Sync {
 
     /// Adds variables to the environment of every later command.
     async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()>;
+
+    /// Opens a TCP connection as the sandbox's network sees it: `localhost`
+    /// is the sandbox's own loopback; anything else only as its network
+    /// policy allows.
+    async fn connect(&self, host: &str, port: u16) -> Result<BoxStream>;
+
+    /// An HTTP proxy on the host through which the server's own clients
+    /// reach what the sandbox reaches (environment-origin connections);
+    /// `None` when the sandbox shares the host's network.
+    async fn http_proxy(&self) -> Result<Option<ProxyEndpoint>>;
 
     /// Freezes every process in the sandbox.
     async fn pause(&self) -> Result<()>;

@@ -12,6 +12,7 @@ mod control;
 mod files;
 mod mounts;
 mod procs;
+mod relay;
 mod serve;
 
 use crate::wire::{Fatal, Frame, Hello, InitConfig, Kind, PROTOCOL_VERSION};
@@ -59,9 +60,9 @@ pub fn main() -> ! {
         Ok(_) => std::process::exit(2),
         Err(e) => Err(e),
     };
-    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|()| cfg));
+    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|relays| (cfg, relays)));
     match result {
-        Ok(cfg) => {
+        Ok((cfg, relays)) => {
             let hello = Hello {
                 version: PROTOCOL_VERSION,
                 pid: std::process::id() as i32,
@@ -70,7 +71,7 @@ pub fn main() -> ! {
             if let Ok(frame) = Frame::json(Kind::Hello, 0, &hello, Vec::new()) {
                 ctl.send(&frame);
             }
-            serve::run(ctl, cfg.env)
+            serve::run(ctl, cfg.env, relays)
         }
         Err(message) => {
             if let Ok(frame) = Frame::json(Kind::Fatal, 0, &Fatal { message }, Vec::new()) {
@@ -99,9 +100,15 @@ fn threads() -> Option<usize> {
     status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
 }
 
-/// Builds the sandbox from the init config: private root, hostname,
-/// loopback, rlimits; then drops every capability for good.
-fn setup(cfg: &InitConfig) -> Result<(), String> {
+/// Builds the sandbox from the init config: dial socket, private root,
+/// hostname, loopback, egress port, rlimits; then drops every capability
+/// for good.
+fn setup(cfg: &InitConfig) -> Result<relay::Relays, String> {
+    let mut relays = relay::Relays::default();
+    if let Some(path) = &cfg.dial_socket {
+        // At its host path, while the host tree is still visible.
+        relays.listen_dial(path).map_err(|e| format!("dial socket {path}: {e}"))?;
+    }
     if !cfg.binds.is_empty() {
         mounts::build_root(cfg)?;
         nix::unistd::sethostname(&cfg.hostname).map_err(|e| format!("sethostname: {e}"))?;
@@ -113,6 +120,11 @@ fn setup(cfg: &InitConfig) -> Result<(), String> {
     }
     if cfg.loopback {
         crate::sys::loopback_up().map_err(|e| format!("bring up lo: {e}"))?;
+    }
+    if let Some(egress) = &cfg.egress {
+        relays
+            .listen_egress(egress.port, egress.socket.clone().into())
+            .map_err(|e| format!("egress port {}: {e}", egress.port))?;
     }
     for (resource, limit) in &cfg.rlimits {
         use nix::sys::resource::{Resource, setrlimit};
@@ -129,5 +141,5 @@ fn setup(cfg: &InitConfig) -> Result<(), String> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
     crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
     nix::sys::prctl::set_dumpable(false).map_err(|e| format!("dumpable: {e}"))?;
-    Ok(())
+    Ok(relays)
 }

@@ -5,6 +5,7 @@
 use super::control::Control;
 use super::files;
 use super::procs::{Procs, Stream};
+use super::relay::{RelaySlot, Relays};
 use crate::wire::{ErrorKind, Exited, Frame, Kind, Reply, Request, WireError};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
@@ -27,16 +28,18 @@ enum Slot {
     Out(u32, Stream),
     In(u32),
     Orphan(usize),
+    Relay(RelaySlot),
 }
 
 struct Agent {
     ctl: Control,
     procs: Procs,
+    relays: Relays,
     buf: Vec<u8>,
 }
 
 /// Serves until the host goes away or asks for shutdown; never returns.
-pub(super) fn run(ctl: Control, env: BTreeMap<String, String>) -> ! {
+pub(super) fn run(ctl: Control, env: BTreeMap<String, String>, relays: Relays) -> ! {
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     let sigfd =
@@ -48,7 +51,7 @@ pub(super) fn run(ctl: Control, env: BTreeMap<String, String>) -> ! {
             std::process::exit(1);
         }
     };
-    let mut agent = Agent { ctl, procs: Procs { env, ..Default::default() }, buf: Vec::new() };
+    let mut agent = Agent { ctl, procs: Procs { env, ..Default::default() }, relays, buf: Vec::new() };
     loop {
         if let Err(e) = agent.ctl.flush() {
             eprintln!("rebyte sandbox agent: control channel: {e}");
@@ -106,6 +109,9 @@ impl Agent {
             fds.push(PollFd::new(fd.as_fd(), PollFlags::POLLIN));
             slots.push(Slot::Orphan(i));
         }
+        let mut relay_slots = Vec::new();
+        self.relays.poll_fds(&mut fds, &mut relay_slots);
+        slots.extend(relay_slots.into_iter().map(Slot::Relay));
         match poll(&mut fds, timeout) {
             Ok(_) => {}
             Err(Errno::EINTR) => return Vec::new(),
@@ -154,6 +160,7 @@ impl Agent {
             }
             Slot::Out(id, stream) => self.pump(id, stream, false),
             Slot::In(id) => self.feed(id),
+            Slot::Relay(slot) => self.relays.handle(slot),
             Slot::Orphan(i) => {
                 let fd = &self.procs.orphans[i];
                 let keep = loop {

@@ -4,6 +4,7 @@
 
 use super::LocalConfig;
 use super::cgroup::{CgroupSupport, Enforced, SandboxCgroup};
+use super::network::Network;
 use super::pool::{Pending, Pool};
 use super::sandbox::{AgentProcess, LocalSandbox};
 use crate::api::{NetworkPolicy, Rlimit, SandboxSpec, WORKSPACE};
@@ -81,11 +82,13 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         masks,
         symlinks,
         hostname: "rebyte".into(),
-        loopback: spec.network == NetworkPolicy::Disabled,
+        loopback: spec.network.private_namespace(),
         tmp_bytes: limits.tmp_bytes,
         tmpfs_home: spec.home.is_none(),
         rlimits,
         env,
+        egress: None,
+        dial_socket: None,
     })
 }
 
@@ -113,7 +116,7 @@ pub(super) fn spawn_agent(config: &LocalConfig, network: NetworkPolicy) -> Resul
     let envp: Vec<CString> = Vec::new();
     let mut flags =
         libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS;
-    if network == NetworkPolicy::Disabled {
+    if network.private_namespace() {
         flags |= libc::CLONE_NEWNET;
     }
     let (host_end, agent_end) =
@@ -137,11 +140,22 @@ pub(super) async fn launch(
         std::fs::create_dir_all(home).map_err(|e| Error::io("create the home directory", e))?;
     }
     let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
-    let init = init_config(config, &spec, enforced)?;
+    let mut init = init_config(config, &spec, enforced)?;
+    let network = match Network::prepare(&spec, &mut init) {
+        Ok(n) => n,
+        Err(e) => {
+            if let Some(cg) = &cgroup {
+                cg.remove();
+            }
+            return Err(e);
+        }
+    };
     let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
-    let pending = match pool.take(spec.network) {
+    // Agents differ only in whether they have a network namespace.
+    let clone_as = if spec.network.private_namespace() { NetworkPolicy::Disabled } else { NetworkPolicy::Enabled };
+    let pending = match pool.take(clone_as) {
         Some(p) => Ok(p),
-        None => spawn_agent(config, spec.network),
+        None => spawn_agent(config, clone_as),
     };
     // The agent has run nothing yet: it waits for the init frame.
     let pending = pending.and_then(|p| match &cgroup {
@@ -171,11 +185,11 @@ pub(super) async fn launch(
     };
     let process = AgentProcess::watch(spawned, cgroup);
     // Refilled only now, so the clone does not compete with this start.
-    pool.refill(config, spec.network);
+    pool.refill(config, clone_as);
     match handshake {
         Ok((conn, hello)) => {
             let setup = std::time::Duration::from_micros(hello.setup_us);
-            Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup))
+            Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup, network))
         }
         Err(e) => {
             process.kill_and_wait().await;

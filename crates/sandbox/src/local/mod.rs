@@ -1,5 +1,6 @@
 //! The `local` backend: one sandbox is one set of Linux namespaces (user,
-//! mount, pid, ipc, uts, and net unless the policy enables it) whose PID 1
+//! mount, pid, ipc, uts, and net unless the policy enables it; a
+//! restricted network gets its egress through the host's filtering proxy) whose PID 1
 //! is the agent, with a private root, per-sandbox cgroups where the host
 //! offers them and rlimits otherwise. Needs nothing installed: the agent is
 //! this same executable (`/proc/self/exe sandbox-agent` by default).
@@ -7,11 +8,13 @@
 mod cgroup;
 mod freeze;
 mod launch;
+mod network;
 mod pool;
 mod sandbox;
 mod toolchain;
 
 pub use cgroup::CgroupSupport;
+pub use network::{EGRESS_PORT, ProxyEndpoint};
 pub use sandbox::LocalSandbox;
 pub use toolchain::Toolchain;
 

@@ -4,8 +4,10 @@
 
 use super::cgroup::{Enforced, SandboxCgroup};
 use super::freeze::Freezer;
+use super::network::{Network, ProxyEndpoint};
 use crate::api::{DirEntry, ExecRequest, Limits, SandboxState, SpawnRequest};
 use crate::client::{Connection, Execution, Resume, StdioProcess};
+use crate::egress::{BoxStream, Egress};
 use crate::error::Result;
 use crate::sandbox::Sandbox;
 use crate::sys::{Spawned, pidfd_send_signal};
@@ -95,6 +97,14 @@ impl Drop for AgentProcess {
     }
 }
 
+/// The host's network, for sandboxes that share it.
+static HOST_NETWORK: Egress = Egress {
+    network: crate::api::NetworkPolicy::Enabled,
+    domains: crate::egress::DomainPolicy { allowed: Vec::new(), blocked: Vec::new() },
+    dial_socket: None,
+    resume: None,
+};
+
 /// A sandbox on this machine. See [`Sandbox`].
 pub struct LocalSandbox {
     id: String,
@@ -104,6 +114,8 @@ pub struct LocalSandbox {
     limits: Limits,
     enforced: Enforced,
     agent_setup: Duration,
+    /// `None` on the host's network.
+    network: Option<Network>,
 }
 
 impl LocalSandbox {
@@ -114,9 +126,11 @@ impl LocalSandbox {
         limits: Limits,
         enforced: Enforced,
         agent_setup: Duration,
+        network: Option<Network>,
     ) -> Self {
         let freezer = Arc::new(Freezer::new(id.clone(), conn.clone(), process.cgroup.clone(), process.exited.clone()));
-        LocalSandbox { id, conn, process, freezer, limits, enforced, agent_setup }
+        let network = network.map(|n| n.with_resume(freezer.clone()));
+        LocalSandbox { id, conn, process, freezer, limits, enforced, agent_setup, network }
     }
 
     /// The agent's pid on the host.
@@ -192,6 +206,20 @@ impl Sandbox for LocalSandbox {
     async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()> {
         self.ready().await?;
         self.conn.request(&Request::SetEnv { vars }, Vec::new()).await.map(drop)
+    }
+
+    async fn connect(&self, host: &str, port: u16) -> Result<BoxStream> {
+        match &self.network {
+            Some(n) => Ok(n.egress.connect(host, port).await?),
+            None => Ok(HOST_NETWORK.connect(host, port).await?),
+        }
+    }
+
+    async fn http_proxy(&self) -> Result<Option<ProxyEndpoint>> {
+        match &self.network {
+            Some(n) => n.host_proxy().await.map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn pause(&self) -> Result<()> {

@@ -190,6 +190,22 @@ pub struct InitConfig {
     pub rlimits: Vec<(crate::api::Rlimit, u64)>,
     /// The base environment of every process.
     pub env: BTreeMap<String, String>,
+    /// Restricted network: listen on `127.0.0.1:port` in the sandbox and
+    /// relay each connection to the proxy socket at `socket` (a path inside
+    /// the sandbox).
+    #[serde(default)]
+    pub egress: Option<EgressInit>,
+    /// Serve dials into the sandbox's loopback on a Unix socket created at
+    /// this host path (before the root is built).
+    #[serde(default)]
+    pub dial_socket: Option<String>,
+}
+
+/// Where the agent's egress port listens and relays to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EgressInit {
+    pub port: u16,
+    pub socket: String,
 }
 
 /// One bind mount of a host path into the sandbox.

@@ -5,6 +5,7 @@ mod files;
 mod isolation;
 mod kill;
 mod limits;
+mod network;
 mod output;
 mod pause;
 mod pool;
