@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import base64
 import concurrent.futures
+import http.server
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -155,9 +158,16 @@ def test_list_pages_through_the_organizations_environments(org_client):
         (hosted(colour="blue"), "environment.colour"),
         (hosted(setup_command=[{"command": "true"}]), "environment.setup_command"),
         ({"type": "self_hosted"}, "environment.type"),
+        (hosted(network={"access": "restricted", "allowed_domains": ["*.pypi.org"]}),
+         "environment.network.allowed_domains[0]"),
+        (hosted(network={"access": "restricted", "blocked_domains": ["https://example.com/x"]}),
+         "environment.network.blocked_domains[0]"),
+        (hosted(network={"access": "restricted", "allowed_domains": ["a.com"], "blocked_domains": ["b.com"]}),
+         "environment.network.blocked_domains"),
+        (hosted(network={"access": "enabled", "allowed_domains": ["pypi.org"]}), "environment.network"),
     ],
     ids=["path-outside", "path-dotdot", "data-not-base64", "empty-command", "cwd-outside", "network", "unknown",
-         "misspelled", "self-hosted"],
+         "misspelled", "self-hosted", "wildcard-domain", "url-not-domain", "allow-and-block", "domains-not-restricted"],
 )
 def test_a_bad_environment_is_400_naming_the_field_and_writes_nothing(org_client, environment, param):
     with pytest.raises(openai.BadRequestError) as e:
@@ -166,15 +176,59 @@ def test_a_bad_environment_is_400_naming_the_field_and_writes_nothing(org_client
     assert org_client.beta.agents.environments.list().data == []
 
 
-def test_restricted_network_access_is_refused_as_unsupported(org_client):
-    """Issue 4 allows saying so when the filtering proxy is not finished: it must be a clear 400, not a silent
-    `enabled`."""
-    with pytest.raises(openai.BadRequestError) as e:
-        org_client.beta.agents.environments.create(
-            environment=hosted(network={"access": "restricted", "allowed_domains": ["pypi.org"]})
+def host_ip() -> str:
+    """This machine's address on its default route: reachable from the host, not loopback."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.connect(("192.0.2.1", 9))
+        return s.getsockname()[0]
+
+
+def fetch_command(url: str) -> str:
+    """A setup command printing the status and body `urllib` (which honours `http_proxy`) gets for `url`."""
+    return (
+        'python3 -c "import urllib.request as u, urllib.error as e\n'
+        f"try: r = u.urlopen('{url}', timeout=10); print('fetched', r.status, r.read().decode())\n"
+        "except e.HTTPError as x: print('fetched', x.code, x.read().decode())\""
+    )
+
+
+def test_a_restricted_network_reaches_its_allowed_domains_through_the_proxy_and_nothing_else(client):
+    class Hello(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = b"hello through the proxy"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    host = http.server.ThreadingHTTPServer(("0.0.0.0", 0), Hello)
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    ip, port = host_ip(), host.server_address[1]
+    try:
+        env = client.beta.agents.environments.create(
+            environment=hosted(
+                network={"access": "restricted", "allowed_domains": [ip]},
+                setup_commands=[
+                    {"command": fetch_command(f"http://{ip}:{port}/")},
+                    {"command": fetch_command("http://example.com/")},
+                    {"command": f"python3 -c \"import socket; socket.create_connection(('{ip}', {port}), 3)\" "
+                                "|| echo direct connection failed"},
+                ],
+            )
         )
-    err = error_of(e.value)
-    assert (err["code"], err["param"]) == ("unsupported", "environment.network.access")
+        assert env.to_dict()["network"] == {"access": "restricted", "allowed_domains": [ip]}
+        client.beta.agents.environments.files.create(env.id, type="inline", path="/workspace/go", data=b64("x"))
+        ready = client.beta.agents.environments.retrieve(env.id)
+        log = ready.to_dict()["setup_log"]
+        assert ready.status == "ready", log
+        assert "fetched 200 hello through the proxy" in log
+        assert "fetched 403 rebyte egress: example.com is not in the environment's allowed_domains" in log
+        assert "direct connection failed" in log, "nothing gets out around the proxy"
+    finally:
+        host.shutdown()
 
 
 def test_a_direct_file_operation_initializes_the_sandbox(client, server):

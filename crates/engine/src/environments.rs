@@ -177,10 +177,19 @@ impl Environments {
         }
         let mut spec = SandboxSpec::new(env_id, &workspace);
         spec.home = Some(home);
-        spec.network = match record.config.network.as_ref().map(|n| n.access) {
+        let network = record.config.network.as_ref();
+        spec.network = match network.map(|n| n.access) {
             Some(NetworkAccess::Enabled) => NetworkPolicy::Enabled,
+            Some(NetworkAccess::Restricted) => NetworkPolicy::Restricted,
             _ => NetworkPolicy::Disabled,
         };
+        if let Some(n) = network {
+            let (allowed, blocked) =
+                (n.allowed_domains.clone().unwrap_or_default(), n.blocked_domains.clone().unwrap_or_default());
+            spec.domains = sandbox::egress::DomainPolicy::new(&allowed, &blocked).map_err(|e| {
+                EnvFailure::new("sandbox_error", format!("environment {env_id} has an invalid network policy: {e}"))
+            })?;
+        }
         spec.env = record.config.env.clone().unwrap_or_default();
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,

@@ -73,15 +73,15 @@ async fn a_setup_file_outside_workspace_or_with_bad_base64_fails() {
     assert!(f.reason.contains("base64"));
 }
 
-/// Needs the package registries (PyPI, npm) reachable from this host:
-/// `cargo test -p sandbox --test all -- --ignored packages`.
-#[tokio::test]
-#[ignore = "needs PyPI and the npm registry"]
-async fn python_and_npm_packages_install_into_the_sandbox_home() {
+/// Needs the package registries (PyPI, npm) reachable from this host, as
+/// they are here and on CI.
+async fn packages_install_into_the_sandbox_home(network: sandbox::NetworkPolicy, domains: &[&str]) {
     let home = tempfile::tempdir().unwrap();
     let home_path = home.path().to_path_buf();
+    let domains: Vec<String> = domains.iter().map(|d| d.to_string()).collect();
     let sb = start_with("packages", move |s| {
-        s.network = sandbox::NetworkPolicy::Enabled;
+        s.network = network;
+        s.domains = sandbox::egress::DomainPolicy::new(&domains, &[]).unwrap();
         s.home = Some(home_path);
     })
     .await;
@@ -104,4 +104,32 @@ async fn python_and_npm_packages_install_into_the_sandbox_home() {
     };
     assert!(log.contains("1.16.0\n") && log.contains("true\n"), "{log}");
     assert!(home.path().join(".local/lib").is_dir(), "pip did not install into the sandbox home");
+}
+
+#[tokio::test]
+async fn python_and_npm_packages_install_with_the_network_enabled() {
+    packages_install_into_the_sandbox_home(sandbox::NetworkPolicy::Enabled, &[]).await;
+}
+
+#[tokio::test]
+async fn python_and_npm_packages_install_through_a_restricted_networks_proxy() {
+    let registries = ["pypi.org", "files.pythonhosted.org", "registry.npmjs.org"];
+    packages_install_into_the_sandbox_home(sandbox::NetworkPolicy::Restricted, &registries).await;
+}
+
+#[tokio::test]
+async fn a_restricted_network_without_the_registry_fails_the_install() {
+    let sb = start_with("packages-denied", |s| {
+        s.network = sandbox::NetworkPolicy::Restricted;
+        s.domains = sandbox::egress::DomainPolicy::new(&["registry.npmjs.org".into()], &[]).unwrap();
+    })
+    .await;
+    let spec = SetupSpec {
+        packages: sandbox::Packages { python: vec!["six==1.16.0".into()], ..Default::default() },
+        env: [("PIP_RETRIES".to_string(), "0".to_string())].into(),
+        command_timeout: std::time::Duration::from_secs(120),
+        ..Default::default()
+    };
+    let Err(Error::Setup(f)) = apply_setup(&*sb.sandbox, &spec).await else { panic!("pip got past the proxy") };
+    assert!(f.output.contains("403") || f.output.contains("ProxyError"), "{}", f.output);
 }

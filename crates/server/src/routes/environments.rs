@@ -19,6 +19,9 @@ use protocol::list::{List, Order};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
+/// Most entries in `allowed_domains` or `blocked_domains`.
+const MAX_DOMAINS: usize = 256;
+
 /// Largest inline file accepted, decoded.
 pub const MAX_FILE_BYTES: usize = 32 << 20;
 
@@ -63,16 +66,25 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> ApiResult<Vec<Hosted
         return Err(ApiError::unsupported(p("skills"), "skills are not supported"));
     }
     if let Some(n) = &c.network {
-        if n.access == NetworkAccess::Restricted {
-            return Err(ApiError::unsupported(
-                p("network.access"),
-                "restricted network access (domain filtering) is not supported yet; use enabled or disabled",
-            ));
-        }
-        if n.allowed_domains.as_ref().is_some_and(|d| !d.is_empty())
-            || n.blocked_domains.as_ref().is_some_and(|d| !d.is_empty())
-        {
+        let (allowed, blocked) =
+            (n.allowed_domains.as_deref().unwrap_or(&[]), n.blocked_domains.as_deref().unwrap_or(&[]));
+        if n.access != NetworkAccess::Restricted && !(allowed.is_empty() && blocked.is_empty()) {
             return Err(ApiError::invalid(p("network"), "allowed_domains and blocked_domains need access: restricted"));
+        }
+        for (field, list) in [("allowed_domains", allowed), ("blocked_domains", blocked)] {
+            if list.len() > MAX_DOMAINS {
+                return Err(ApiError::invalid(
+                    p(&format!("network.{field}")),
+                    format!("at most {MAX_DOMAINS} domains"),
+                ));
+            }
+            for (i, d) in list.iter().enumerate() {
+                sandbox::egress::policy::parse_domain(d)
+                    .map_err(|e| ApiError::invalid(p(&format!("network.{field}[{i}]")), e))?;
+            }
+        }
+        if !allowed.is_empty() && !blocked.is_empty() {
+            return Err(ApiError::invalid(p("network.blocked_domains"), "cannot be combined with allowed_domains"));
         }
     }
     for (k, _) in c.env.iter().flatten() {
