@@ -126,7 +126,7 @@ async fn a_restricted_network_without_the_registry_fails_the_install() {
     .await;
     let spec = SetupSpec {
         packages: sandbox::Packages { python: vec!["six==1.16.0".into()], ..Default::default() },
-        env: [("PIP_RETRIES".to_string(), "0".to_string())].into(),
+        env: [("PIP_RETRIES".to_string(), "1".to_string())].into(),
         command_timeout: std::time::Duration::from_secs(120),
         ..Default::default()
     };
