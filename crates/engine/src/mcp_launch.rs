@@ -1,10 +1,10 @@
 //! Stdio MCP servers inside an environment's sandbox: the [`SandboxLauncher`] the MCP hub
-//! starts brokers with, and the process environment a stdio server gets — its inline
+//! starts brokers with (and through which environment-origin HTTP leaves the sandbox), and the process environment a stdio server gets — its inline
 //! `transport.env`, plus the `env_vars` it selects from the environment's variables and the
 //! environment credentials bound to it (`environment.vault_credentials`, DESIGN §7).
 
 use crate::environments::Environments;
-use mcp::{Secret, StdioConfig, StdioLauncher, StdioStreams};
+use mcp::{HttpProxy, Secret, StdioConfig, StdioLauncher, StdioStreams};
 use sandbox::{ProcessHandle, SpawnRequest};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -139,6 +139,17 @@ impl StdioLauncher for SandboxLauncher {
                 secrets,
             });
             Ok(StdioStreams { stdout: process.stdout, stdin: process.stdin, keep_alive: Box::new(process.handle) })
+        })
+    }
+
+    fn http_proxy<'a>(
+        &'a self,
+        sandbox: &'a str,
+    ) -> Pin<Box<dyn Future<Output = Result<Option<HttpProxy>, String>> + Send + 'a>> {
+        Box::pin(async move {
+            let sb = self.envs.sandbox(&self.org_id, sandbox).await.map_err(|e| e.message)?;
+            let proxy = sb.http_proxy().await.map_err(|e| e.to_string())?;
+            Ok(proxy.map(|p| HttpProxy { url: p.url, username: p.username, password: p.password }))
         })
     }
 }

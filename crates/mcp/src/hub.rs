@@ -45,7 +45,8 @@ pub struct StdioStreams {
     pub keep_alive: Box<dyn std::any::Any + Send + Sync>,
 }
 
-/// Starts stdio MCP servers inside a sandbox (implemented by the engine over the sandbox crate).
+/// Starts stdio MCP servers inside a sandbox, and says how environment-origin HTTP leaves it
+/// (implemented by the engine over the sandbox crate).
 pub trait StdioLauncher: Send + Sync {
     /// Starts `config` in `sandbox`; the error text says why it could not.
     fn launch<'a>(
@@ -53,6 +54,24 @@ pub trait StdioLauncher: Send + Sync {
         sandbox: &'a str,
         config: &'a StdioConfig,
     ) -> Pin<Box<dyn Future<Output = std::result::Result<StdioStreams, String>> + Send + 'a>>;
+
+    /// The proxy through which an environment-origin HTTP connection originates in `sandbox`
+    /// (its loopback, its network policy); `None` when the sandbox shares the server's network.
+    fn http_proxy<'a>(
+        &'a self,
+        sandbox: &'a str,
+    ) -> Pin<Box<dyn Future<Output = std::result::Result<Option<HttpProxy>, String>> + Send + 'a>> {
+        let _ = sandbox;
+        Box::pin(async { Ok(None) })
+    }
+}
+
+/// An HTTP proxy (Basic credentials) that HTTP MCP connections go through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpProxy {
+    pub url: String,
+    pub username: String,
+    pub password: String,
 }
 
 /// A server left out of a turn's toolset.
@@ -266,7 +285,18 @@ async fn start_broker(
             })??;
             Ok(connection.keep_alive(streams.keep_alive))
         }
-        TransportConfig::Http(http) => Connection::connect_http(label.to_owned(), http, timeouts).await,
+        TransportConfig::Http(http) => {
+            // It originates in the sandbox: its loopback is the sandbox's, its policy applies.
+            let proxy = match launcher {
+                Some(launcher) => launcher.http_proxy(sandbox).await.map_err(|message| McpError::Transport {
+                    server: label.to_owned(),
+                    step: crate::error::Step::Connect,
+                    message: format!("the environment's network: {message}"),
+                })?,
+                None => None,
+            };
+            Connection::connect_http_via(label.to_owned(), http, timeouts, proxy.as_ref()).await
+        }
     }
 }
 

@@ -77,7 +77,7 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{ConfigHash, CredentialHash, HttpConfig, ServerConfig, StdioConfig, TransportConfig};
 pub use connection::{CallContext, Connection, Termination, Timeouts};
 pub use error::{McpError, Result, Step};
-pub use hub::{Connected, Hub, Origin, ServerFailure, ServerSpec, StdioLauncher, StdioStreams};
+pub use hub::{Connected, HttpProxy, Hub, Origin, ServerFailure, ServerSpec, StdioLauncher, StdioStreams};
 pub use output::{CallOutput, McpCall, McpCallStatus};
 pub use search::{CheckedSearch, SearchArgs, SearchHit, SearchLimits, search};
 pub use secret::Secret;

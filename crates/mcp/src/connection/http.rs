@@ -206,13 +206,28 @@ impl Connection {
     /// Connects to a Streamable HTTP MCP endpoint, sending `config.authorization` (as the whole
     /// `Authorization` value) and `config.headers` with every request, the `DELETE` included.
     pub async fn connect_http(label: impl Into<String>, config: &HttpConfig, timeouts: Timeouts) -> Result<Self> {
+        Self::connect_http_via(label, config, timeouts, None).await
+    }
+
+    /// [`Connection::connect_http`] through an HTTP proxy (every request, `localhost` included):
+    /// how an environment-origin connection originates inside its sandbox.
+    pub async fn connect_http_via(
+        label: impl Into<String>,
+        config: &HttpConfig,
+        timeouts: Timeouts,
+        proxy: Option<&crate::hub::HttpProxy>,
+    ) -> Result<Self> {
         let label: Arc<str> = Arc::from(label.into());
         let custom_headers = headers(&label, config)?;
-        let inner = reqwest::Client::builder()
+        let config_error = |e: reqwest::Error| McpError::Config { server: label.to_string(), message: e.to_string() };
+        let mut builder = reqwest::Client::builder()
             .tls_backend_preconfigured(tls_config(&label)?)
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|e| McpError::Config { server: label.to_string(), message: e.to_string() })?;
+            .connect_timeout(Duration::from_secs(10));
+        if let Some(p) = proxy {
+            builder =
+                builder.proxy(reqwest::Proxy::all(&p.url).map_err(config_error)?.basic_auth(&p.username, &p.password));
+        }
+        let inner = builder.build().map_err(config_error)?;
         let slot = Arc::new(TerminationSlot::default());
         let client = Client { inner, label: label.clone(), slot: slot.clone() };
         let transport_config =

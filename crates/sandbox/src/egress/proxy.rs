@@ -97,7 +97,12 @@ async fn respond<S: AsyncWrite + Unpin>(client: &mut S, status: &str, extra: &st
 
 /// Reads the request head; returns it with any bytes that followed it.
 async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> Option<(Vec<u8>, Vec<u8>)> {
-    let mut buf = Vec::with_capacity(1024);
+    tokio::time::timeout(HEAD_TIMEOUT, read_head_after(client, Vec::with_capacity(1024))).await.ok().flatten()
+}
+
+/// Reads a head that may have begun in `buf`; returns it (without its blank
+/// line) and the bytes after it.
+async fn read_head_after<S: AsyncRead + Unpin>(client: &mut S, mut buf: Vec<u8>) -> Option<(Vec<u8>, Vec<u8>)> {
     let mut chunk = [0u8; 4096];
     let read = async {
         loop {
@@ -115,7 +120,7 @@ async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> Option<(Vec<u8>, Vec
             }
         }
     };
-    tokio::time::timeout(HEAD_TIMEOUT, read).await.ok().flatten()
+    read.await
 }
 
 async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egress, auth: Option<&str>) {
@@ -162,22 +167,74 @@ async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egres
             return respond(&mut client, "502 Bad Gateway", "", &format!("rebyte egress: {why}\n")).await;
         }
     };
-    let first = match forward {
+    match forward {
         None => {
             if client.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").await.is_err() {
                 return;
             }
-            rest
+            if !rest.is_empty() && upstream.write_all(&rest).await.is_err() {
+                return;
+            }
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
         }
         Some(mut head) => {
             head.extend_from_slice(&rest);
-            head
+            if upstream.write_all(&head).await.is_ok() {
+                exchange(client, upstream).await;
+            }
         }
-    };
-    if !first.is_empty() && upstream.write_all(&first).await.is_err() {
-        return;
     }
-    let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+}
+
+/// One forwarded request: the rest of the request body goes up while the
+/// response comes down with `Connection: close`, so the client opens a new
+/// proxy connection for its next request (which may be for another host).
+async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(client: S, upstream: super::BoxStream) {
+    let (mut client_r, mut client_w) = tokio::io::split(client);
+    let (mut up_r, mut up_w) = tokio::io::split(upstream);
+    let up = async {
+        let _ = tokio::io::copy(&mut client_r, &mut up_w).await;
+        let _ = up_w.shutdown().await;
+    };
+    let down = async {
+        let mut carry = Vec::new();
+        loop {
+            let Some((head, rest)) = read_head_after(&mut up_r, carry).await else { break };
+            let interim = head.get(9..10) == Some(b"1");
+            if client_w.write_all(&close_response(&head, interim)).await.is_err() {
+                break;
+            }
+            if !interim {
+                if client_w.write_all(&rest).await.is_ok() {
+                    let _ = tokio::io::copy(&mut up_r, &mut client_w).await;
+                }
+                break;
+            }
+            carry = rest;
+        }
+        let _ = client_w.shutdown().await;
+    };
+    tokio::join!(up, down);
+}
+
+/// A response head with its connection headers replaced by `Connection: close`
+/// (an interim `1xx` head is passed on as it is).
+fn close_response(head: &[u8], interim: bool) -> Vec<u8> {
+    let text = String::from_utf8_lossy(head);
+    let mut out = String::with_capacity(head.len() + 24);
+    for (i, line) in text.split("\r\n").enumerate() {
+        let name = line.split(':').next().unwrap_or("").trim();
+        if i > 0 && !interim && (name.eq_ignore_ascii_case("connection") || name.eq_ignore_ascii_case("keep-alive")) {
+            continue;
+        }
+        out.push_str(line);
+        out.push_str("\r\n");
+    }
+    if !interim {
+        out.push_str("Connection: close\r\n");
+    }
+    out.push_str("\r\n");
+    out.into_bytes()
 }
 
 /// The request as the origin server sees it: origin-form target, no proxy
@@ -205,6 +262,13 @@ mod tests {
         assert_eq!(split_authority("example.com", None), None);
         assert_eq!(split_authority("[::1]:8080", None), Some(("::1".into(), 8080)));
         assert_eq!(split_authority(":80", None), None);
+    }
+
+    #[test]
+    fn responses_are_closed_and_interim_ones_pass_unchanged() {
+        let head = b"HTTP/1.1 200 OK\r\nconnection: keep-alive\r\nKeep-Alive: timeout=5\r\nContent-Length: 2";
+        assert_eq!(close_response(head, false), b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\n");
+        assert_eq!(close_response(b"HTTP/1.1 100 Continue", true), b"HTTP/1.1 100 Continue\r\n\r\n");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 // A Streamable HTTP MCP server (official SDK transport on node:http) that accepts only bearer
 // tokens starting with a given prefix, for the server's vault tests: an OAuth access token
 // issued by the test's token endpoint passes, a stale one is answered 401. It prints
-// "listening <port>" on stdout once bound to 127.0.0.1 (port 0: the OS picks).
+// "listening <port>" on stdout once bound to 127.0.0.1 (port $PORT, default 0: the OS picks).
 //   node bearer.mjs PREFIX
 // Tool: whoami (the Authorization header it was called with). GET /stats answers
 // {unauthorized, deletes} and POST /revoke?token=T makes token T rejected from then on, both
@@ -55,4 +55,4 @@ const httpServer = http.createServer(async (req, res) => {
   await transport.handleRequest(req, res);
 });
 
-httpServer.listen(0, "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));
+httpServer.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));

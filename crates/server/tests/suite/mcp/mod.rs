@@ -10,6 +10,7 @@
 //! `tests/servers` (with its `node_modules`) into the environment's `/workspace` before the
 //! first turn, as setup would install them, and the stdio server runs from there.
 
+mod env_http;
 mod http;
 mod stdio;
 mod vaults;

@@ -1,0 +1,73 @@
+//! Environment-origin Streamable HTTP: the connection originates inside the environment's
+//! sandbox, so it reaches a server listening on the sandbox's own loopback (network disabled)
+//! and follows the sandbox's network policy; the same URL from the service origin does not.
+
+use super::{environment_with_servers, mcp_calls, run_turn, setup, tool_result, turn_items};
+use serde_json::{Value, json};
+use test_support::model_server::{ScriptedToolCall, Step};
+
+/// A port on the sandbox's loopback; nothing of the test listens on it on the host.
+const INSIDE_PORT: u16 = 47411;
+
+fn inside_tool(origin: &str) -> Value {
+    json!({"type": "mcp", "server_label": "inside", "required": true, "connection_origin": origin,
+           "transport": {"type": "http", "server_url": format!("http://localhost:{INSIDE_PORT}/mcp"),
+                         "authorization": "Bearer tok-inside"}})
+}
+
+/// An environment whose setup starts the bearer-checking MCP server on its loopback.
+async fn environment_serving_inside(s: &crate::support::TestServer) -> String {
+    let start = format!(
+        "cd /workspace && (PORT={INSIDE_PORT} nohup node bearer.mjs tok- > bearer.log 2>&1 &) && \
+         for i in $(seq 200); do grep -q listening bearer.log && exit 0; sleep 0.05; done; cat bearer.log; exit 1"
+    );
+    environment_with_servers(s, json!({"setup_commands": [{"command": start}]})).await
+}
+
+#[tokio::test]
+async fn an_environment_origin_http_server_on_the_sandboxs_loopback_is_reached_from_inside() {
+    let (model, s) = setup(vec![
+        Step::tool_calls([ScriptedToolCall::new(
+            "call_tool",
+            json!({"server": "inside", "name": "whoami", "arguments": {}}),
+        )
+        .id("c_who")]),
+        Step::text("done"),
+    ])
+    .await;
+    let env_id = environment_serving_inside(&s).await;
+    assert!(std::net::TcpStream::connect(("127.0.0.1", INSIDE_PORT)).is_err(), "the port is free on the host");
+    let (status, session) = s
+        .post(
+            "/v1/agents/sessions",
+            json!({"agent": {"model": "m", "tools": [inside_tool("environment")]},
+                                            "environment": {"type": "reference", "environment_id": env_id}}),
+        )
+        .await;
+    assert!(status.is_success(), "{session}");
+    let sid = session["id"].as_str().unwrap();
+    let (turn_id, turn) = run_turn(&s, sid, "Who am I to the server inside?").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    let requests: Vec<Value> = model.requests().into_iter().map(|r| r.body).collect();
+    assert!(tool_result(&requests[1], "c_who").contains("Bearer tok-inside"), "{}", tool_result(&requests[1], "c_who"));
+    let item = &mcp_calls(&turn_items(&s, sid, &turn_id).await)[0];
+    assert_eq!((&item["server_label"], &item["status"]), (&json!("inside"), &json!("completed")));
+}
+
+#[tokio::test]
+async fn the_same_url_from_the_service_origin_is_the_hosts_loopback_and_fails() {
+    let (_model, s) = setup(vec![Step::text("unused")]).await;
+    let env_id = environment_serving_inside(&s).await;
+    let (status, session) = s
+        .post(
+            "/v1/agents/sessions",
+            json!({"agent": {"model": "m", "tools": [inside_tool("service")]},
+                                            "environment": {"type": "reference", "environment_id": env_id}}),
+        )
+        .await;
+    assert!(status.is_success(), "{session}");
+    let (_, turn) = run_turn(&s, session["id"].as_str().unwrap(), "hello").await;
+    assert_eq!(turn["status"], "failed", "{turn}");
+    let message = turn["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("inside"), "{turn}");
+}
