@@ -166,6 +166,11 @@ pub struct SandboxSpec {
     /// and `npm install -g` survive a restart); `None` gives a tmpfs.
     pub home: Option<PathBuf>,
     pub network: NetworkPolicy,
+    /// A host directory that makes the system writable for this sandbox
+    /// alone (system packages): overlays of the host's `/usr`, `/etc` …
+    /// and a `/var` of its own keep their changes there, across restarts.
+    /// `None` (the default, and cheaper): the host's system read-only.
+    pub writable_system: Option<PathBuf>,
     /// The base environment of every command (the environment's `env`).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
@@ -178,6 +183,7 @@ impl SandboxSpec {
             workspace: workspace.into(),
             home: None,
             network: NetworkPolicy::Disabled,
+            writable_system: None,
             env: BTreeMap::new(),
             limits: Limits::default(),
         }

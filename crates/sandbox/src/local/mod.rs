@@ -9,6 +9,7 @@ mod freeze;
 mod launch;
 mod pool;
 mod sandbox;
+mod system;
 mod toolchain;
 
 pub use cgroup::CgroupSupport;

@@ -13,3 +13,4 @@ mod setup;
 mod sharing;
 mod stdio;
 pub mod support;
+mod system;
