@@ -1,6 +1,7 @@
 //! An environment's one-time initialization, applied through any
 //! [`Sandbox`]: environment variables, inline files (base64) at their paths,
-//! packages (system via apt-get, Python via pip, npm), then setup commands,
+//! packages (system via apt-get, which needs the network and a sandbox with a
+//! writable system; Python via pip; npm), then setup commands,
 //! each with a timeout. Returns the combined log; the first failure stops it
 //! and carries the failing command's output. The server calls it once per
 //! environment and never again (not on attach, not on resume).
