@@ -191,6 +191,11 @@ impl Environments {
             })?;
         }
         spec.env = record.config.env.clone().unwrap_or_default();
+        // System packages need a system of the environment's own; the others
+        // keep the cheaper read-only one.
+        if !record.packages().system.is_empty() {
+            spec.writable_system = Some(dir.join("system"));
+        }
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,
             Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None).await),
@@ -237,6 +242,7 @@ impl Environments {
             setup_commands: commands.collect(),
             packages: sandbox::Packages { python: p.python, npm: p.npm, system: p.system },
             command_timeout: self.config.setup_timeout,
+            network: c.network.as_ref().is_some_and(|n| n.access != NetworkAccess::Disabled),
         }
     }
 

@@ -179,6 +179,11 @@ pub struct SandboxSpec {
     pub network: NetworkPolicy,
     /// The domains a restricted network reaches.
     pub domains: crate::egress::DomainPolicy,
+    /// A host directory that makes the system writable for this sandbox
+    /// alone (system packages): overlays of the host's `/usr`, `/etc` …
+    /// and a `/var` of its own keep their changes there, across restarts.
+    /// `None` (the default, and cheaper): the host's system read-only.
+    pub writable_system: Option<PathBuf>,
     /// The base environment of every command (the environment's `env`).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
@@ -192,6 +197,7 @@ impl SandboxSpec {
             home: None,
             network: NetworkPolicy::Disabled,
             domains: Default::default(),
+            writable_system: None,
             env: BTreeMap::new(),
             limits: Limits::default(),
         }

@@ -1,6 +1,7 @@
 //! An environment's one-time initialization, applied through any
 //! [`Sandbox`]: environment variables, inline files (base64) at their paths,
-//! packages (system via apt-get, Python via pip, npm), then setup commands,
+//! packages (system via apt-get, which needs the network and a sandbox with a
+//! writable system; Python via pip; npm), then setup commands,
 //! each with a timeout. Returns the combined log; the first failure stops it
 //! and carries the failing command's output. The server calls it once per
 //! environment and never again (not on attach, not on resume).
@@ -33,10 +34,18 @@ pub struct SetupSpec {
     /// Limit for each command (package installs included).
     #[serde(default = "default_timeout")]
     pub command_timeout: Duration,
+    /// Whether the sandbox can reach the network: system packages need it,
+    /// and fail at once without it.
+    #[serde(default = "yes")]
+    pub network: bool,
 }
 
 fn default_timeout() -> Duration {
     Duration::from_secs(600)
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for SetupSpec {
@@ -47,6 +56,7 @@ impl Default for SetupSpec {
             setup_commands: Vec::new(),
             packages: Packages::default(),
             command_timeout: default_timeout(),
+            network: true,
         }
     }
 }
@@ -99,8 +109,12 @@ pub fn package_commands(packages: &Packages) -> Vec<String> {
     let join = |pkgs: &[String]| pkgs.iter().map(|p| quote(p)).collect::<Vec<_>>().join(" ");
     let mut cmds = Vec::new();
     if !packages.system.is_empty() {
+        // The sandbox maps one uid: apt may not switch to its `_apt` user.
+        // Its package lists are the environment's own: fetched when empty.
         cmds.push(format!(
-            "export DEBIAN_FRONTEND=noninteractive; apt-get update -q && apt-get install -y -q --no-install-recommends {}",
+            "export DEBIAN_FRONTEND=noninteractive; set -- -q -y -o APT::Sandbox::User=root -o Dpkg::Use-Pty=0; \
+             if ! ls /var/lib/apt/lists 2>/dev/null | grep -q _Packages; then apt-get \"$@\" update || exit; fi; \
+             apt-get \"$@\" install --no-install-recommends {}",
             join(&packages.system)
         ));
     }
@@ -155,6 +169,14 @@ pub async fn apply_setup(sandbox: &dyn Sandbox, spec: &SetupSpec) -> Result<Setu
             return Err(fail(&log, step, e.to_string(), String::new(), None, false));
         }
     }
+    if !spec.packages.system.is_empty() && !spec.network {
+        let reason = "system packages need network access (network.access: enabled, or restricted allowing the \
+                      package mirrors); \
+                      this environment's network is disabled"
+            .to_string();
+        log.push(&format!("$ packages.system\n{reason}\n"));
+        return Err(fail(&log, "packages.system".into(), reason.clone(), reason, None, false));
+    }
     let commands = package_commands(&spec.packages).into_iter().chain(spec.setup_commands.iter().cloned());
     for command in commands {
         log.push(&format!("$ {command}\n"));
@@ -203,7 +225,8 @@ mod tests {
         };
         let cmds = package_commands(&p);
         assert_eq!(cmds.len(), 3);
-        assert!(cmds[0].ends_with("apt-get install -y -q --no-install-recommends 'jq' 'x'\\''; rm -rf /'"));
+        assert!(cmds[0].ends_with("install --no-install-recommends 'jq' 'x'\\''; rm -rf /'"), "{}", cmds[0]);
+        assert!(cmds[0].contains("APT::Sandbox::User=root"));
         assert_eq!(cmds[1], "python3 -m pip install --user --no-input 'requests==2.32'");
         assert_eq!(cmds[2], "npm install -g --no-audit --no-fund 'left-pad'");
         assert!(package_commands(&Packages::default()).is_empty());

@@ -242,6 +242,51 @@ pub(crate) fn attach_tree(tree: BorrowedFd<'_>, target: &CStr) -> io::Result<()>
     check(ret).map(drop)
 }
 
+/// A detached overlayfs mount (`fsopen` / `fsconfig` / `fsmount`): `lower`
+/// read-only under `upper` (where changes go) with its `work` directory, all
+/// resolved now, while the host tree is intact. Uses `user.overlay.*` xattrs
+/// (`userxattr`), the only kind a user namespace may write. Errors carry the
+/// kernel's own message when it gave one.
+pub(crate) fn overlay_tree(lower: &CStr, upper: &CStr, work: &CStr, mount_attrs: u64) -> io::Result<OwnedFd> {
+    const FSOPEN_CLOEXEC: libc::c_uint = 1;
+    const FSCONFIG_SET_FLAG: libc::c_uint = 0;
+    const FSCONFIG_SET_STRING: libc::c_uint = 1;
+    const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+    const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+    // SAFETY: the name is NUL-terminated; the returned fd is new and ours.
+    let fs = check(unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) })?;
+    // SAFETY: the kernel returned a fresh fd that nothing else owns.
+    let fs = unsafe { OwnedFd::from_raw_fd(fs as RawFd) };
+    let with_log = |e: io::Error| {
+        let mut buf = [0u8; 512];
+        match nix::unistd::read(&fs, &mut buf) {
+            Ok(n) if n > 0 => io::Error::new(e.kind(), format!("{e} ({})", String::from_utf8_lossy(&buf[..n]).trim())),
+            _ => e,
+        }
+    };
+    let set = |cmd: libc::c_uint, key: &CStr, value: Option<&CStr>| {
+        let value = value.map_or(std::ptr::null(), |v| v.as_ptr());
+        // SAFETY: key and value are NUL-terminated (or value NULL for a flag).
+        check(unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, key.as_ptr(), value, 0) }).map(drop)
+    };
+    set(FSCONFIG_SET_STRING, c"lowerdir", Some(lower))
+        .and_then(|()| set(FSCONFIG_SET_STRING, c"upperdir", Some(upper)))
+        .and_then(|()| set(FSCONFIG_SET_STRING, c"workdir", Some(work)))
+        .and_then(|()| set(FSCONFIG_SET_FLAG, c"userxattr", None))
+        .and_then(|()| {
+            let null = std::ptr::null::<c_void>();
+            // SAFETY: a command on a valid fs context fd, without key or value.
+            let ret = unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), FSCONFIG_CMD_CREATE, null, null, 0) };
+            check(ret).map(drop)
+        })
+        .map_err(with_log)?;
+    // SAFETY: plain syscall on a valid fs context fd.
+    let mnt = check(unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, mount_attrs) })
+        .map_err(with_log)?;
+    // SAFETY: the kernel returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(mnt as RawFd) })
+}
+
 /// Brings the loopback interface of the current network namespace up.
 pub(crate) fn loopback_up() -> io::Result<()> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};

@@ -1,9 +1,11 @@
 //! Builds the sandbox's private root inside the agent's new mount namespace:
 //! the host toolchain read-only, the environment's directory read-write at
 //! `/workspace`, a private `/tmp`, a fresh `/proc` and a minimal `/dev`,
-//! then pivots into it so nothing else of the host stays reachable.
+//! then pivots into it so nothing else of the host stays reachable. A
+//! sandbox with a writable system gets overlayfs mounts instead of some
+//! read-only binds (see `local::system`); masks go on top of everything.
 
-use crate::sys::{attach_tree, clone_tree, set_tree_attrs};
+use crate::sys::{attach_tree, clone_tree, overlay_tree, set_tree_attrs};
 use crate::wire::InitConfig;
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use std::ffi::CString;
@@ -46,6 +48,7 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
         set_tree_attrs(tree.as_fd(), attrs).map_err(|e| format!("set attributes of {}: {e}", bind.source))?;
         trees.push((bind, tree));
     }
+    let overlays = overlays(cfg)?;
     let mut masks = Vec::new();
     for mask in &cfg.masks {
         match std::fs::symlink_metadata(mask) {
@@ -84,6 +87,12 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
         attach_tree(tree.as_fd(), &cstr(&target)?)
             .map_err(|e| format!("bind {} at {}: {e}", bind.source, bind.target))?;
     }
+    for (target, tree) in &overlays {
+        if !Path::new(&staged(target)).exists() {
+            mkdir(&staged(target))?;
+        }
+        attach_tree(tree.as_fd(), &cstr(&staged(target))?).map_err(|e| format!("attach {target}: {e}"))?;
+    }
     for (path, null) in &masks {
         let target = staged(path);
         match null {
@@ -120,6 +129,66 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
     umount2(".", MntFlags::MNT_DETACH).map_err(|e| format!("detach the old root: {e}"))?;
     std::env::set_current_dir("/").map_err(|e| format!("chdir /: {e}"))?;
     Ok(())
+}
+
+/// The overlays, detached, each followed by read-only copies of the host
+/// mounts below its lower directory (an overlay does not cross mounts, and a
+/// container's `/etc/resolv.conf` is often one): `(target, tree)` in
+/// attach order.
+fn overlays(cfg: &InitConfig) -> Result<Vec<(String, OwnedFd)>, String> {
+    let mut out = Vec::new();
+    if cfg.overlays.is_empty() {
+        return Ok(out);
+    }
+    let mountinfo =
+        std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| format!("read /proc/self/mountinfo: {e}"))?;
+    let points: Vec<String> = mountinfo.lines().filter_map(|l| l.split(' ').nth(4)).map(unescape).collect();
+    for o in &cfg.overlays {
+        let attrs = libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV;
+        let tree = overlay_tree(&cstr(&o.lower)?, &cstr(&o.upper)?, &cstr(&o.work)?, attrs)
+            .map_err(|e| format!("overlay {} at {}: {e}", o.lower, o.target))?;
+        out.push((o.target.clone(), tree));
+        let below = |p: &str| p.strip_prefix(o.lower.as_str()).is_some_and(|r| r.starts_with('/'));
+        let mut subs: Vec<&String> = points.iter().filter(|p| below(p)).collect();
+        subs.sort();
+        subs.dedup();
+        let mut taken: Vec<&String> = Vec::new();
+        for sub in subs {
+            if taken.iter().any(|t| sub.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('/'))) {
+                continue;
+            }
+            let tree = clone_tree(&cstr(sub)?, true).map_err(|e| format!("clone mount of {sub}: {e}"))?;
+            set_tree_attrs(tree.as_fd(), libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NODEV)
+                .map_err(|e| format!("set attributes of {sub}: {e}"))?;
+            let target = format!("{}{}", o.target, &sub[o.lower.len()..]);
+            out.push((target, tree));
+            taken.push(sub);
+        }
+    }
+    Ok(out)
+}
+
+/// A mount point of `/proc/self/mountinfo`, whose spaces and the like are
+/// octal escapes (`\040`).
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let oct = b.get(i + 1..i + 4).filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match oct {
+            Some(d) => {
+                let v = d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0'));
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// Sandbox root is the host's uid with no capabilities: file permissions

@@ -35,9 +35,18 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
     if let Some(home) = &spec.home {
         binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false });
     }
+    let mut overlays = Vec::new();
+    if let Some(dir) = &spec.writable_system {
+        let (var, layers) = super::system::layout(dir, &config.toolchain)?;
+        binds.push(var);
+        overlays = layers;
+    }
+    let overlaid = |p: &str| overlays.iter().any(|o| o.target == p);
     for dir in &config.toolchain.dirs {
         let p = path_str(dir)?;
-        binds.push(BindSpec { source: p.clone(), target: p, writable: false, device: false });
+        if !overlaid(&p) {
+            binds.push(BindSpec { source: p.clone(), target: p, writable: false, device: false });
+        }
     }
     for dev in DEVICES.iter().filter(|d| Path::new(d).exists()) {
         binds.push(BindSpec { source: dev.to_string(), target: dev.to_string(), writable: true, device: true });
@@ -79,6 +88,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         .collect::<Result<Vec<_>>>()?;
     Ok(InitConfig {
         binds,
+        overlays,
         masks,
         symlinks,
         hostname: "rebyte".into(),
@@ -225,5 +235,28 @@ mod tests {
         assert!(init.rlimits.contains(&(Rlimit::Nproc, 1024)));
         assert!(!init.rlimits.iter().any(|(r, _)| *r == Rlimit::Data));
         assert_eq!(init.env["HOME"], "/root");
+    }
+
+    #[test]
+    fn a_writable_system_overlays_the_system_dirs_and_binds_a_var_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = LocalConfig::with_agent("/bin/true", vec![]);
+        let mut spec = SandboxSpec::new("t2", dir.path().join("workspace"));
+        spec.writable_system = Some(dir.path().join("system"));
+        let init = init_config(&config, &spec, Enforced { memory: true, pids: true });
+        if !nix::unistd::geteuid().is_root() {
+            assert!(init.unwrap_err().to_string().contains("root"));
+            return;
+        }
+        let init = init.unwrap();
+        let usr = init.overlays.iter().find(|o| o.target == "/usr").unwrap();
+        assert_eq!(usr.lower, "/usr");
+        assert!(usr.upper.starts_with(dir.path().join("system/upper").to_str().unwrap()));
+        assert!(!init.binds.iter().any(|b| b.target == "/usr"), "/usr is overlaid, not bound");
+        let var = init.binds.iter().find(|b| b.target == "/var").unwrap();
+        assert!(var.writable);
+        assert!(dir.path().join("system/var/tmp").is_dir());
+        let plain = init_config(&config, &SandboxSpec::new("t3", "/srv/x"), Enforced { memory: true, pids: true });
+        assert!(plain.unwrap().overlays.is_empty());
     }
 }

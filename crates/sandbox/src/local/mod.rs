@@ -11,6 +11,7 @@ mod launch;
 mod network;
 mod pool;
 mod sandbox;
+mod system;
 mod toolchain;
 
 pub use cgroup::CgroupSupport;

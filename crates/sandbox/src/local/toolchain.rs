@@ -108,6 +108,12 @@ impl Toolchain {
         t.path = path.join(":");
         t
     }
+
+    /// The host's system directories among [`Toolchain::dirs`] (`/usr`,
+    /// `/etc` …), in order: what a writable system overlays.
+    pub fn system_dirs(&self) -> impl Iterator<Item = &PathBuf> {
+        self.dirs.iter().filter(|d| SYSTEM.iter().any(|s| d.as_path() == Path::new(s)))
+    }
 }
 
 #[cfg(test)]

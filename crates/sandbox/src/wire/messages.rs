@@ -174,7 +174,12 @@ pub struct Fatal {
 pub struct InitConfig {
     /// Applied in order: a target must come after any bind that contains it.
     pub binds: Vec<BindSpec>,
-    /// Host files hidden behind an empty file or directory (secrets under /etc).
+    /// Writable copies of host directories, mounted after the binds (a
+    /// target may lie inside a bind, not the reverse).
+    #[serde(default)]
+    pub overlays: Vec<OverlaySpec>,
+    /// Host files hidden behind an empty file or directory (secrets under
+    /// /etc), applied after the binds and overlays.
     pub masks: Vec<String>,
     /// `(path, target)` symlinks recreated in the new root (`/bin -> usr/bin`).
     pub symlinks: Vec<(String, String)>,
@@ -206,6 +211,18 @@ pub struct InitConfig {
 pub struct EgressInit {
     pub port: u16,
     pub socket: String,
+}
+
+/// An overlayfs at `target`: the host directory `lower` (never changed)
+/// under `upper`, which keeps every change (`work` is overlayfs's scratch
+/// directory, on the same filesystem as `upper`). All paths are absolute
+/// host paths without `:` `,` or `\\`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OverlaySpec {
+    pub lower: String,
+    pub upper: String,
+    pub work: String,
+    pub target: String,
 }
 
 /// One bind mount of a host path into the sandbox.

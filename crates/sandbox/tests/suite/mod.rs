@@ -14,3 +14,4 @@ mod setup;
 mod sharing;
 mod stdio;
 pub mod support;
+mod system;

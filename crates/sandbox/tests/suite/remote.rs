@@ -24,6 +24,7 @@ async fn the_agent_serves_commands_over_tcp_for_a_remote_backend() {
     let (r, w) = tokio::net::TcpStream::connect(&addr).await.unwrap().into_split();
     let init = InitConfig {
         binds: vec![],
+        overlays: vec![],
         masks: vec![],
         symlinks: vec![],
         hostname: String::new(),

@@ -4,6 +4,7 @@ mod agents;
 mod auth;
 mod bad_input;
 mod conversations;
+mod environment_packages;
 mod environment_runtime;
 mod environments;
 mod mcp;
