@@ -495,6 +495,27 @@ def test_command_execution_items_and_live_output_deltas(client, model):
     assert tool_messages[0]["content"] == "exit code: 3\none\ntwo\n", "the model gets the exit code and the output"
     assert "timed out after 300 ms" in tool_messages[2]["content"]
 
+    # The turn waited for the environment's first initialization, then attached to it once.
+    env_id = client.beta.agents.sessions.retrieve(s.id).to_dict()["environment"]["id"]
+    env_events = [e for e in events if e.type.startswith("agent.session.environment.")]
+    assert [(e.type, e.environment.status) for e in env_events] == [
+        ("agent.session.environment.pending", "pending"),
+        ("agent.session.environment.ready", "ready"),
+        ("agent.session.environment.connected", "connected"),
+    ]
+    for e in env_events:
+        conforms(e)
+        assert (e.session_id, e.turn_id, e.environment.id, e.environment.type) == (s.id, turn.id, env_id,
+                                                                                   "openai_hosted")
+    connected = next(i for i, e in enumerate(events) if e.type == "agent.session.environment.connected")
+    assert connected < next(i for i, e in enumerate(events) if e.type == "agent.session.turn.item.added"
+                            and e.item.type == "command_execution")
+    model.script(shell("true"), reply("again"))
+    _, events = run(client, s.id, "again")
+    assert [e.type for e in events if e.type.startswith("agent.session.environment.")] == [
+        "agent.session.environment.connected"
+    ], "a ready environment is only attached to"
+
 
 def test_megabytes_of_output_are_truncated_in_history_and_kept_whole_in_a_file(client, model):
     s = session(client, hosted())
@@ -861,6 +882,11 @@ def test_a_failing_setup_fails_the_environment_with_its_output_and_is_final(clie
     assert body["error"]["code"] == "sandbox_error", body
     assert "exit" in body["error"]["message"] and "echo attempt" in body["error"]["message"], "names the step"
     assert [e.type for e in events][-2:] == ["agent.session.turn.failed", "agent.session.idle"]
+    env_events = [e for e in events if e.type.startswith("agent.session.environment.")]
+    assert [e.type for e in env_events] == ["agent.session.environment.pending", "agent.session.environment.failed"]
+    state = conforms(env_events[1])["environment"]
+    assert (state["id"], state["status"], state["error"]["code"]) == (env.id, "failed", "sandbox_error"), state
+    assert "echo attempt" in state["error"]["message"]
 
     failed = client.beta.agents.environments.retrieve(env.id)
     assert failed.status == "failed"

@@ -41,6 +41,7 @@ impl HostedToolsFactory for ServerTools {
                 env_id: env_id.to_string(),
                 session_id: session.id.to_string(),
                 output_dir: output_dir(session),
+                connected: Default::default(),
             }));
         }
         if let Some(setup) = &self.mcp {

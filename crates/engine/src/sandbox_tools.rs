@@ -6,7 +6,7 @@ use crate::environments::Environments;
 use crate::record::{Recorder, now};
 use crate::tools::{HostedOutput, HostedTools};
 use models::ToolSpec;
-use protocol::event::EventBody;
+use protocol::event::{EnvironmentState, EnvironmentStateError, EventBody};
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::session::{EnvironmentRole, SessionRecord};
 use protocol::turn::TurnError;
@@ -39,23 +39,63 @@ pub struct SandboxTools {
     pub env_id: String,
     pub session_id: String,
     pub output_dir: String,
+    /// Whether this turn announced `agent.session.environment.connected`.
+    pub connected: std::sync::atomic::AtomicBool,
 }
 
 impl SandboxTools {
     /// The sandbox, waiting for its initialization unless the turn is cancelled
-    /// first (setup itself goes on).
-    async fn sandbox(&self, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
+    /// first (setup itself goes on). Announces `agent.session.environment.*`:
+    /// `pending` then `ready` when this turn waits for initialization, `failed`
+    /// when it cannot have the sandbox, `connected` on its first use per turn.
+    async fn sandbox(&self, rec: &mut Recorder, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
+        let waits = self.envs.running(&self.env_id).is_none();
+        if waits {
+            let _ = rec.emit(vec![self.state_event(rec, "pending", None)]).await;
+        }
         let ready = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(HostedOutput::text("cancelled while the environment was starting")),
             ready = self.envs.sandbox(&self.org_id, &self.env_id) => ready,
         };
         match ready {
-            Ok(s) => Ok(s),
-            Err(e) => Err(HostedOutput {
-                text: format!("error: {}", e.message),
-                fatal: Some(TurnError::new(e.code, e.message)),
-            }),
+            Ok(s) => {
+                let mut events = Vec::new();
+                if waits {
+                    events.push(self.state_event(rec, "ready", None));
+                }
+                if !self.connected.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    events.push(self.state_event(rec, "connected", None));
+                }
+                if !events.is_empty() {
+                    let _ = rec.emit(events).await;
+                }
+                Ok(s)
+            }
+            Err(e) => {
+                let error = EnvironmentStateError {
+                    code: e.code.to_string(),
+                    message: e.message.clone(),
+                    kind: "environment_error".into(),
+                };
+                let _ = rec.emit(vec![self.state_event(rec, "failed", Some(error))]).await;
+                Err(HostedOutput {
+                    text: format!("error: {}", e.message),
+                    fatal: Some(TurnError::new(e.code, e.message)),
+                })
+            }
+        }
+    }
+
+    fn state_event(&self, rec: &Recorder, status: &str, error: Option<EnvironmentStateError>) -> EventBody {
+        let environment =
+            EnvironmentState { id: self.env_id.clone(), status: status.into(), kind: "openai_hosted".into(), error };
+        let (session_id, turn_id) = (self.session_id.clone(), Some(rec.turn.id.clone()));
+        match status {
+            "pending" => EventBody::EnvironmentPending { session_id, turn_id, environment },
+            "ready" => EventBody::EnvironmentReady { session_id, turn_id, environment },
+            "connected" => EventBody::EnvironmentConnected { session_id, turn_id, environment },
+            _ => EventBody::EnvironmentFailed { session_id, turn_id, environment },
         }
     }
 
@@ -75,7 +115,7 @@ impl SandboxTools {
         let cwd = args.get("cwd").and_then(Value::as_str).map(str::to_string);
         let timeout =
             args.get("timeout_ms").and_then(Value::as_u64).unwrap_or(DEFAULT_TIMEOUT_MS).clamp(1, MAX_TIMEOUT_MS);
-        let sandbox = match self.sandbox(cancel).await {
+        let sandbox = match self.sandbox(rec, cancel).await {
             Ok(s) => s,
             Err(out) => return out,
         };
@@ -198,7 +238,7 @@ impl SandboxTools {
         let Some(path) = args.get("path").and_then(Value::as_str).map(str::to_string) else {
             return HostedOutput::text("error: `path` (a string) is required");
         };
-        let sandbox = match self.sandbox(cancel).await {
+        let sandbox = match self.sandbox(rec, cancel).await {
             Ok(s) => s,
             Err(out) => return out,
         };

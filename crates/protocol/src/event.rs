@@ -76,6 +76,38 @@ pub enum EventBody {
     },
     #[serde(rename = "agent.output.command_execution_output.delta")]
     CommandOutputDelta { session_id: String, turn_id: String, item_id: String, output_index: i64, delta: String },
+    /// A turn waits for the environment's initialization.
+    #[serde(rename = "agent.session.environment.pending")]
+    EnvironmentPending { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    /// The initialization a turn waited for finished.
+    #[serde(rename = "agent.session.environment.ready")]
+    EnvironmentReady { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    /// A turn attached to the environment's running sandbox (once per turn).
+    #[serde(rename = "agent.session.environment.connected")]
+    EnvironmentConnected { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    /// The environment could not be initialized (final) or its sandbox is gone.
+    #[serde(rename = "agent.session.environment.failed")]
+    EnvironmentFailed { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+}
+
+/// The state of a session's environment in `agent.session.environment.*` events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentState {
+    pub id: String,
+    /// `pending`, `ready`, `connected` or `failed`.
+    pub status: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub error: Option<EnvironmentStateError>,
+}
+
+/// Why an environment failed, in [`EnvironmentState`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentStateError {
+    pub code: String,
+    pub message: String,
+    #[serde(rename = "type")]
+    pub kind: String,
 }
 
 impl EventBody {
@@ -92,6 +124,10 @@ impl EventBody {
             | EventBody::OutputTextDelta { turn_id, .. }
             | EventBody::OutputTextDone { turn_id, .. }
             | EventBody::CommandOutputDelta { turn_id, .. } => Some(turn_id),
+            EventBody::EnvironmentPending { turn_id, .. }
+            | EventBody::EnvironmentReady { turn_id, .. }
+            | EventBody::EnvironmentConnected { turn_id, .. }
+            | EventBody::EnvironmentFailed { turn_id, .. } => turn_id.as_deref(),
             _ => None,
         }
     }
