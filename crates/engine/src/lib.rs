@@ -24,6 +24,7 @@ pub mod hosted;
 pub mod journal;
 pub mod mcp_connect;
 pub mod mcp_launch;
+mod mcp_prefetch;
 pub mod mcp_tools;
 pub mod record;
 mod runtime;

@@ -8,6 +8,7 @@
 //! server whose credential came from a vault is retried once after a forced refresh.
 
 use crate::mcp_connect::{Connector, Planned, Problem, unauthorized};
+use crate::mcp_prefetch::Prefetches;
 use crate::record::Recorder;
 use crate::tools::{HostedOutput, HostedTools};
 use mcp::{McpCall, McpCallStatus, Origin, Toolset};
@@ -34,6 +35,8 @@ pub struct McpTools {
     left_out: Vec<(String, String)>,
     // Replaced only after a forced credential refresh; calls otherwise share it.
     live: tokio::sync::RwLock<Live>,
+    /// `call_tool` catalogs fetched while the calls' arguments stream.
+    prefetches: Prefetches,
 }
 
 impl McpTools {
@@ -87,7 +90,8 @@ impl McpTools {
             })
             .collect();
         let live = Live { toolset: connected.toolset, planned };
-        Ok(Some(McpTools { connector, left_out, live: tokio::sync::RwLock::new(live) }))
+        let live = tokio::sync::RwLock::new(live);
+        Ok(Some(McpTools { connector, left_out, live, prefetches: Prefetches::default() }))
     }
 
     async fn toolset(&self) -> Toolset {
@@ -126,7 +130,8 @@ impl McpTools {
             Err(e) => return HostedOutput::text(format!("error: {e}")),
         };
         let text = args.to_string();
-        let mut record = self.toolset().await.call_tool_json(&text, cancel).await;
+        let prefetch = self.prefetches.take(call_id);
+        let mut record = self.toolset().await.call_tool_json_prefetched(&text, prefetch, cancel).await;
         if record.failure.as_ref().is_some_and(unauthorized) && self.refresh(&server).await {
             record = self.toolset().await.call_tool_json(&text, cancel).await;
         }
@@ -189,6 +194,22 @@ impl HostedTools for McpTools {
 
     fn warnings(&self) -> Vec<(String, String)> {
         self.left_out.clone()
+    }
+
+    fn wants_streaming(&self) -> bool {
+        true
+    }
+
+    fn streaming(&self, name: &str, call_id: &str, fragment: &str, cancel: &CancellationToken) {
+        if name != "call_tool" {
+            return;
+        }
+        let live = self.live.try_read().ok();
+        self.prefetches.fragment(live.as_ref().map(|live| &live.toolset), call_id, fragment, cancel);
+    }
+
+    fn step_started(&self) {
+        self.prefetches.clear();
     }
 
     async fn call(

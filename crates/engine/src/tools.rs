@@ -37,6 +37,18 @@ pub trait HostedTools: Send + Sync {
     fn warnings(&self) -> Vec<(String, String)> {
         Vec::new()
     }
+    /// Whether [`Self::streaming`] wants the arguments of calls as the model streams them.
+    fn wants_streaming(&self) -> bool {
+        false
+    }
+    /// The model is streaming a call to `name` (one of these tools): `fragment` is the next
+    /// piece of its arguments (joined, a prefix of the final ones; the first may be empty). A
+    /// tool may start read-only work the call will need (never the call itself); `call_id`
+    /// is the id the complete call will have.
+    fn streaming(&self, _name: &str, _call_id: &str, _fragment: &str, _cancel: &CancellationToken) {}
+    /// A new model step starts: whatever [`Self::streaming`] started for calls of earlier
+    /// steps that never ran is dropped.
+    fn step_started(&self) {}
     /// Runs one call; `cancel` fires when the turn is cancelled.
     async fn call(
         &self,
@@ -96,6 +108,11 @@ impl ToolSet {
             specs.extend(h.specs());
         }
         specs
+    }
+
+    /// Whether a hosted tool wants calls' arguments as they stream.
+    pub fn wants_streaming(&self) -> bool {
+        self.hosted.iter().any(|h| h.wants_streaming())
     }
 
     /// The hosted tool set that runs `name`, if any.

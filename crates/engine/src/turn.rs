@@ -52,6 +52,7 @@ impl TurnRun {
         req.instructions = c.instructions.clone();
         req.messages = self.messages.clone();
         req.tools = self.tools.specs();
+        req.tool_call_deltas = self.tools.wants_streaming();
         req.reasoning_effort = c.reasoning.effort.and_then(|e| serde_json::from_value(json!(e)).ok());
         req
     }
@@ -90,6 +91,9 @@ impl TurnRun {
     /// One model call, streamed into a message item.
     async fn step(&mut self) -> Result<Step> {
         let request = self.request();
+        if request.tool_call_deltas {
+            self.tools.hosted.iter().for_each(|h| h.step_started());
+        }
         let mut stream = self.model.stream(&request);
         let mut message: Option<(String, i64)> = None;
         let mut text = String::new();
@@ -127,6 +131,11 @@ impl TurnRun {
                                 delta,
                             }])
                             .await?;
+                    }
+                }
+                Some(Ok(ModelEvent::ToolCallDelta(delta))) => {
+                    if let Some(hosted) = self.tools.hosted_for(&delta.name) {
+                        hosted.streaming(&delta.name, &delta.id, &delta.arguments, &self.cancel);
                     }
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => calls.push(call),

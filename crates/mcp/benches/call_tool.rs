@@ -4,6 +4,12 @@
 //!
 //! Then 100 concurrent calls, one per session, on both paths.
 //!
+//! Then the call as a turn sees it when the model streams the arguments: the engine starts the
+//! call's fresh `tools/list` as soon as the streamed arguments name the server
+//! ([`Toolset::prefetch`]); the rest of the arguments arrive `TAIL_CHUNKS` chunks of `PACE`
+//! later; timed from the arguments being complete to the `mcp_call` record being ready
+//! ([`Toolset::call_tool_prefetched`]), against a direct rmcp call after the same idle gap.
+//!
 //! Run: `cargo bench -p mcp --bench call_tool` (installs the npm test servers if missing)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -25,6 +31,14 @@ const ROUNDS: usize = 500;
 const BLOCK: usize = 25;
 const CONCURRENT: usize = 100;
 const BATCHES: usize = 30;
+/// Streamed calls timed (after `WARMUP_STREAMED`).
+const STREAMED: usize = 200;
+const WARMUP_STREAMED: usize = 20;
+/// The model's pace: one argument chunk every 20 ms (real models: tens of ms per chunk).
+const PACE: Duration = Duration::from_millis(20);
+/// Chunks still to come once the arguments name the server: `,"name":"echo","arguments":
+/// {"message":"bench"}}` is about ten tokens; three chunks is a conservative tail.
+const TAIL_CHUNKS: u32 = 3;
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
     samples.sort();
@@ -160,5 +174,96 @@ async fn main() {
     println!("direct rmcp client:             p50 {db50:?}  mean {dbmean:?}");
     println!("broker + Toolset::call_tool:    p50 {tb50:?}  mean {tbmean:?}");
     println!("ratio: p50 {:.2}x  mean {:.2}x", ratio(tb50, db50), ratio(tbmean, dbmean));
+
+    validation(broker.connection()).await;
+    streamed(&direct_peer, &toolset, &args, &arguments).await;
     drop(direct);
+}
+
+/// One call at a time, as a turn streams it: see the module documentation.
+async fn streamed(
+    direct: &rmcp::service::Peer<rmcp::service::RoleClient>,
+    toolset: &Toolset,
+    args: &CallToolArgs,
+    arguments: &serde_json::Map<String, serde_json::Value>,
+) {
+    let cancel = CancellationToken::new();
+    let tail = PACE * TAIL_CHUNKS;
+    let mut direct_samples = Vec::new();
+    let mut streamed_samples = Vec::new();
+    let mut unprefetched_samples = Vec::new();
+    for round in 0..WARMUP_STREAMED + STREAMED {
+        // The same idle gap before each path's timed part.
+        tokio::time::sleep(tail).await;
+        let started = Instant::now();
+        let result =
+            direct.call_tool(CallToolRequestParams::new("echo").with_arguments(arguments.clone())).await.unwrap();
+        assert!(!result.is_error.unwrap_or(false));
+        let direct_took = started.elapsed();
+
+        // The arguments name the server: the engine starts the prefetch; the rest streams.
+        let prefetch = toolset.prefetch(&args.server, &cancel);
+        tokio::time::sleep(tail).await;
+        let started = Instant::now();
+        let record = toolset.call_tool_prefetched(args, prefetch, &cancel).await;
+        let streamed_took = started.elapsed();
+        assert_eq!(record.status, McpCallStatus::Completed, "{record:?}");
+
+        // The same without a prefetch: the fresh fetch follows the complete arguments.
+        tokio::time::sleep(tail).await;
+        let started = Instant::now();
+        let record = toolset.call_tool(args, &cancel).await;
+        let unprefetched_took = started.elapsed();
+        assert_eq!(record.status, McpCallStatus::Completed, "{record:?}");
+        if round >= WARMUP_STREAMED {
+            direct_samples.push(direct_took);
+            streamed_samples.push(streamed_took);
+            unprefetched_samples.push(unprefetched_took);
+        }
+    }
+    let (d50, d99, dmean) = stats(direct_samples);
+    let (s50, s99, smean) = stats(streamed_samples);
+    let (u50, u99, umean) = stats(unprefetched_samples);
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
+    println!(
+        "streamed call_tool, one at a time, {STREAMED} calls (after {WARMUP_STREAMED}): arguments complete \
+         {TAIL_CHUNKS} chunks x {PACE:?} after they name the server; timed from complete arguments to the record"
+    );
+    println!("direct rmcp client tools/call:                p50 {d50:?}  p99 {d99:?}  mean {dmean:?}");
+    println!("Toolset::call_tool_prefetched (full path):    p50 {s50:?}  p99 {s99:?}  mean {smean:?}");
+    println!("Toolset::call_tool, no prefetch (full path):  p50 {u50:?}  p99 {u99:?}  mean {umean:?}");
+    println!(
+        "ratio prefetched / direct: p50 {:.2}x  mean {:.2}x;  no prefetch / direct: p50 {:.2}x  mean {:.2}x",
+        ratio(s50, d50),
+        ratio(smean, dmean),
+        ratio(u50, d50),
+        ratio(umean, dmean)
+    );
+}
+
+/// Schema validation of `echo`'s arguments: a compile per call (before) vs the cached validator.
+async fn validation(connection: &Connection) {
+    let tools = connection.list_tools(&CallContext::default()).await.unwrap();
+    let echo = tools.iter().find(|tool| tool.name == "echo").unwrap();
+    let arguments = json!({"message": "bench"});
+    let schema = serde_json::Value::Object(echo.input_schema.as_ref().clone());
+    let time = |f: &dyn Fn()| {
+        let mut samples = Vec::with_capacity(2000);
+        for _ in 0..2000 {
+            let started = Instant::now();
+            f();
+            samples.push(started.elapsed());
+        }
+        stats(samples)
+    };
+    let (c50, _, cmean) = time(&|| {
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        assert!(validator.is_valid(&arguments));
+    });
+    let (v50, _, vmean) = time(&|| {
+        mcp::validate::arguments("everything", echo, &arguments).unwrap();
+    });
+    println!(
+        "validating echo's arguments: compile + validate p50 {c50:?} mean {cmean:?};  validate::arguments (cached validator) p50 {v50:?} mean {vmean:?}"
+    );
 }

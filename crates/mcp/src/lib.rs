@@ -82,6 +82,6 @@ pub use output::{CallOutput, McpCall, McpCallStatus};
 pub use search::{CheckedSearch, SearchArgs, SearchHit, SearchLimits, search};
 pub use secret::Secret;
 pub use toolset::{
-    CallToolArgs, HelperTool, ListResourcesArgs, ReadResourceArgs, SearchOutput, ServerBinding, Toolset,
-    UnavailableServer, helper_tools,
+    CallToolArgs, HelperTool, ListResourcesArgs, Prefetch, ReadResourceArgs, SearchOutput, ServerBinding, ServerScan,
+    Toolset, UnavailableServer, helper_tools,
 };

@@ -51,5 +51,6 @@ pub use registry::{ProviderKind, Registry, RegistryBuilder, ResolvedModel};
 pub use response::ModelResponse;
 pub use settings::{ApiKey, ProviderConfig, ProviderSettings, RetryPolicy, Timeouts};
 pub use types::{
-    FinishReason, Message, ModelEvent, ModelRequest, ReasoningEffort, TextFormat, ToolCall, ToolSpec, Usage,
+    FinishReason, Message, ModelEvent, ModelRequest, ReasoningEffort, TextFormat, ToolCall, ToolCallDelta, ToolSpec,
+    Usage,
 };

@@ -23,6 +23,7 @@ impl ModelResponse {
     pub fn apply(&mut self, event: &ModelEvent) {
         match event {
             ModelEvent::TextDelta(delta) => self.text.push_str(delta),
+            ModelEvent::ToolCallDelta(_) => {}
             ModelEvent::ToolCall(call) => self.tool_calls.push(call.clone()),
             ModelEvent::Usage(usage) => self.usage = Some(*usage),
             ModelEvent::Finish(reason) => self.finish = Some(reason.clone()),

@@ -22,6 +22,9 @@ pub struct ModelRequest {
     /// Upper bound on generated tokens; Anthropic requires one and gets
     /// [`crate::anthropic::DEFAULT_MAX_TOKENS`] when this is `None`.
     pub max_output_tokens: Option<u32>,
+    /// Also yield [`ModelEvent::ToolCallDelta`]s while tool calls stream (not sent upstream).
+    #[serde(default)]
+    pub tool_call_deltas: bool,
 }
 
 impl ModelRequest {
@@ -174,12 +177,27 @@ pub enum FinishReason {
     Other(String),
 }
 
+/// A fragment of a tool call's arguments as it streams, before the call is
+/// complete. The first delta of a call carries every argument byte received so
+/// far (possibly none: the name alone), each later one the bytes after the
+/// previous delta; joined, they are a prefix of the final [`ToolCall::arguments`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallDelta {
+    /// The id the complete [`ToolCall`] will carry.
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
 /// What a model stream yields, in this order: text deltas (as soon as they
 /// are parsed), complete tool calls, at most one usage, then exactly one
-/// `Finish`, after which the stream ends.
+/// `Finish`, after which the stream ends. When the request asks for
+/// [`ModelRequest::tool_call_deltas`], each call's [`ModelEvent::ToolCallDelta`]s
+/// come as its fragments arrive, before the complete call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ModelEvent {
     TextDelta(String),
+    ToolCallDelta(ToolCallDelta),
     ToolCall(ToolCall),
     Usage(Usage),
     Finish(FinishReason),

@@ -4,9 +4,13 @@
 //! and the resource helpers, and turns every failure into a message for the model.
 
 mod args;
+mod prefetch;
 mod resources;
+mod scan;
 
 pub use args::{CallToolArgs, HelperTool, ListResourcesArgs, ReadResourceArgs, helper_tools};
+pub use prefetch::Prefetch;
+pub use scan::ServerScan;
 
 use crate::catalog::{CacheKey, Catalog, CatalogCache, ToolInfo};
 use crate::config::ServerConfig;
@@ -162,8 +166,18 @@ impl Toolset {
 
     /// `call_tool` from the model's JSON arguments; unparsable arguments become a failed call.
     pub async fn call_tool_json(&self, arguments: &str, cancel: &CancellationToken) -> McpCall {
+        self.call_tool_json_prefetched(arguments, None, cancel).await
+    }
+
+    /// [`Self::call_tool_json`] with the call's own [`Prefetch`], if one was started.
+    pub async fn call_tool_json_prefetched(
+        &self,
+        arguments: &str,
+        prefetch: Option<Prefetch>,
+        cancel: &CancellationToken,
+    ) -> McpCall {
         match parse::<CallToolArgs>(arguments) {
-            Ok(args) => self.call_tool(&args, cancel).await,
+            Ok(args) => self.call_tool_prefetched(&args, prefetch, cancel).await,
             Err(error) => McpCall::new("", "", &Value::String(arguments.to_owned())).failed(error),
         }
     }
@@ -173,19 +187,36 @@ impl Toolset {
     /// arguments against its current inputSchema, and calls it. Always returns the record of
     /// an `mcp_call` item; a failure is in its `error` (and `failure`).
     pub async fn call_tool(&self, args: &CallToolArgs, cancel: &CancellationToken) -> McpCall {
+        self.call_tool_prefetched(args, None, cancel).await
+    }
+
+    /// [`Self::call_tool`], whose fresh `tools/list` is `prefetch` when it was started for this
+    /// call's server over the current connection and succeeded (see [`Prefetch`]); any other
+    /// prefetch is dropped and the call fetches as usual.
+    pub async fn call_tool_prefetched(
+        &self,
+        args: &CallToolArgs,
+        prefetch: Option<Prefetch>,
+        cancel: &CancellationToken,
+    ) -> McpCall {
         let record = McpCall::new(&args.server, &args.name, &args.arguments);
-        match self.checked_call(args, cancel).await {
+        match self.checked_call(args, prefetch, cancel).await {
             Ok(output) => record.completed(output),
             Err(error) => record.failed(error),
         }
     }
 
-    async fn checked_call(&self, args: &CallToolArgs, cancel: &CancellationToken) -> Result<crate::CallOutput> {
+    async fn checked_call(
+        &self,
+        args: &CallToolArgs,
+        prefetch: Option<Prefetch>,
+        cancel: &CancellationToken,
+    ) -> Result<crate::CallOutput> {
         let binding = self.binding(&args.server)?;
         if !binding.config.allows(&args.name) {
             return Err(McpError::ToolNotAllowed { server: args.server.clone(), tool: args.name.clone() });
         }
-        let (_, tools) = self.fetch(binding, cancel).await?;
+        let tools = self.fresh_tools(binding, prefetch, cancel).await?;
         let Some(tool) = tools.iter().find(|tool| tool.name == args.name) else {
             return Err(McpError::UnknownTool { server: args.server.clone(), tool: args.name.clone() });
         };

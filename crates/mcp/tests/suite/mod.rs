@@ -7,6 +7,7 @@ mod failures;
 mod flow;
 mod http;
 mod hub;
+mod prefetch;
 mod resources;
 mod search;
 mod stdio;

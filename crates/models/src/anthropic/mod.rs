@@ -48,6 +48,6 @@ impl Provider for Anthropic {
 
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         let body = request::body(request, &self.endpoint.provider);
-        driver::drive(self.endpoint.clone(), body, stream::MessagesDecoder::default())
+        driver::drive(self.endpoint.clone(), body, stream::MessagesDecoder::new(request.tool_call_deltas))
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::driver::WireDecoder;
 use crate::sse::{StreamFault, clip};
-use crate::types::{FinishReason, ModelEvent, ToolCall, Usage};
+use crate::types::{FinishReason, ModelEvent, ToolCall, ToolCallDelta, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -106,6 +106,14 @@ pub(super) struct MessagesDecoder {
     tools: Vec<Option<ToolCall>>,
     usage: Usage,
     finish: Option<FinishReason>,
+    /// Whether to yield [`ModelEvent::ToolCallDelta`]s.
+    deltas: bool,
+}
+
+impl MessagesDecoder {
+    pub(super) fn new(deltas: bool) -> Self {
+        MessagesDecoder { deltas, ..Self::default() }
+    }
 }
 
 impl WireDecoder for MessagesDecoder {
@@ -125,6 +133,10 @@ impl WireDecoder for MessagesDecoder {
                     if self.tools.len() <= index {
                         self.tools.resize_with(index + 1, || None);
                     }
+                    if self.deltas {
+                        let (id, name, arguments) = (id.clone(), name.clone(), String::new());
+                        out.push_back(ModelEvent::ToolCallDelta(ToolCallDelta { id, name, arguments }));
+                    }
                     self.tools[index] = Some(ToolCall { id, name, arguments: String::new() });
                 }
                 BlockStart::Text { .. } | BlockStart::Other => {}
@@ -134,7 +146,13 @@ impl WireDecoder for MessagesDecoder {
                     out.push_back(ModelEvent::TextDelta(text.into_owned()))
                 }
                 BlockDelta::InputJsonDelta { partial_json } => match self.tools.get_mut(index) {
-                    Some(Some(call)) => call.arguments.push_str(&partial_json),
+                    Some(Some(call)) => {
+                        call.arguments.push_str(&partial_json);
+                        if self.deltas && !partial_json.is_empty() {
+                            let (id, name, arguments) = (call.id.clone(), call.name.clone(), partial_json.into_owned());
+                            out.push_back(ModelEvent::ToolCallDelta(ToolCallDelta { id, name, arguments }));
+                        }
+                    }
                     _ => {
                         return Err(StreamFault::Malformed(format!(
                             "input_json_delta for block {index}, not a tool_use"

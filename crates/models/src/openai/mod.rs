@@ -41,6 +41,6 @@ impl Provider for OpenAiChat {
 
     fn stream(&self, request: &ModelRequest) -> ModelStream {
         let body = request::body(request, &self.endpoint.provider);
-        driver::drive(self.endpoint.clone(), body, stream::ChatDecoder::default())
+        driver::drive(self.endpoint.clone(), body, stream::ChatDecoder::new(request.tool_call_deltas))
     }
 }

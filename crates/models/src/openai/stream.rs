@@ -3,7 +3,7 @@
 
 use crate::driver::WireDecoder;
 use crate::sse::{StreamFault, clip};
-use crate::types::{FinishReason, ModelEvent, ToolCall, Usage};
+use crate::types::{FinishReason, ModelEvent, ToolCall, ToolCallDelta, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -34,11 +34,11 @@ struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
-    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+    tool_calls: Option<Vec<ToolCallFragment<'a>>>,
 }
 
 #[derive(Deserialize)]
-struct ToolCallDelta<'a> {
+struct ToolCallFragment<'a> {
     #[serde(default)]
     index: Option<usize>,
     #[serde(borrow, default)]
@@ -85,6 +85,8 @@ struct PartialCall {
     id: String,
     name: String,
     arguments: String,
+    /// Bytes of `arguments` already yielded as deltas.
+    announced: Option<usize>,
 }
 
 /// The state of one streamed completion.
@@ -94,6 +96,14 @@ pub(super) struct ChatDecoder {
     calls: Vec<PartialCall>,
     finish: Option<FinishReason>,
     usage: Option<Usage>,
+    /// Whether to yield [`ModelEvent::ToolCallDelta`]s.
+    deltas: bool,
+}
+
+impl ChatDecoder {
+    pub(super) fn new(deltas: bool) -> Self {
+        ChatDecoder { deltas, ..Self::default() }
+    }
 }
 
 impl WireDecoder for ChatDecoder {
@@ -121,7 +131,10 @@ impl WireDecoder for ChatDecoder {
                     out.push_back(ModelEvent::TextDelta(text.into_owned()));
                 }
                 for fragment in delta.tool_calls.into_iter().flatten() {
-                    self.add_fragment(fragment);
+                    let index = self.add_fragment(fragment);
+                    if self.deltas {
+                        self.announce(index, out);
+                    }
                 }
             }
             if let Some(reason) = choice.finish_reason {
@@ -142,7 +155,8 @@ impl WireDecoder for ChatDecoder {
 }
 
 impl ChatDecoder {
-    fn add_fragment(&mut self, fragment: ToolCallDelta<'_>) {
+    /// Adds a fragment to its call; returns the call's index.
+    fn add_fragment(&mut self, fragment: ToolCallFragment<'_>) -> usize {
         // A server that omits `index` streams one call at a time: a fragment
         // with an id starts a new call, any other continues the last one.
         let index = match fragment.index {
@@ -166,6 +180,20 @@ impl ChatDecoder {
                 call.arguments.push_str(&arguments);
             }
         }
+        index
+    }
+
+    /// Yields the arguments of call `index` not yielded yet, once its name is known.
+    fn announce(&mut self, index: usize, out: &mut VecDeque<ModelEvent>) {
+        let Some(call) = self.calls.get_mut(index).filter(|call| !call.name.is_empty()) else { return };
+        let from = call.announced.unwrap_or(0);
+        if call.announced.is_some() && from == call.arguments.len() {
+            return;
+        }
+        call.announced = Some(call.arguments.len());
+        let id = if call.id.is_empty() { format!("call_{index}") } else { call.id.clone() };
+        let arguments = call.arguments[from..].to_owned();
+        out.push_back(ModelEvent::ToolCallDelta(ToolCallDelta { id, name: call.name.clone(), arguments }));
     }
 
     fn flush_calls(&mut self, out: &mut VecDeque<ModelEvent>) {
@@ -231,6 +259,39 @@ mod tests {
                 ModelEvent::ToolCall(ToolCall::new("a", "ls", "{\"x\":1}")),
                 ModelEvent::ToolCall(ToolCall::new("b", "cat", "{\"p\":2}")),
                 ModelEvent::Usage(Usage { input_tokens: 5, output_tokens: 2, ..Usage::default() }),
+                ModelEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn argument_fragments_are_yielded_as_deltas_when_asked() {
+        let chunks = [
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"arguments":"{\"s"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"call_tool","arguments":"\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            "[DONE]",
+        ];
+        let mut decoder = ChatDecoder::new(true);
+        let mut out = VecDeque::new();
+        for chunk in chunks {
+            decoder.event("message", chunk, &mut out).unwrap();
+        }
+        let delta = |arguments: &str| {
+            ModelEvent::ToolCallDelta(ToolCallDelta {
+                id: "a".into(),
+                name: "call_tool".into(),
+                arguments: arguments.into(),
+            })
+        };
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            vec![
+                delta("{\"s\":"),
+                delta("1}"),
+                ModelEvent::ToolCall(ToolCall::new("a", "call_tool", "{\"s\":1}")),
                 ModelEvent::Finish(FinishReason::ToolCalls),
             ]
         );

@@ -99,3 +99,39 @@ async fn anthropic_overloaded_529_is_retried() {
     assert_eq!(answer.text, "there");
     assert_eq!(server.request_count(), 2);
 }
+
+/// Joined per call id, the deltas of a stream are the calls' complete arguments, and each call's
+/// first delta comes before any of its argument bytes is complete.
+fn joined_deltas(events: &[ModelEvent]) -> Vec<(String, String, String)> {
+    let mut joined: Vec<(String, String, String)> = Vec::new();
+    for event in events {
+        if let ModelEvent::ToolCallDelta(delta) = event {
+            match joined.iter_mut().find(|(id, _, _)| *id == delta.id) {
+                Some(entry) => entry.2.push_str(&delta.arguments),
+                None => joined.push((delta.id.clone(), delta.name.clone(), delta.arguments.clone())),
+            }
+        }
+    }
+    joined
+}
+
+#[tokio::test]
+async fn tool_call_deltas_come_only_when_asked_in_both_wire_formats() {
+    let arguments = r#"{"server":"company","name":"get_inventory","arguments":{"sku":"SKU42"}}"#;
+    let step = || Step::tool_calls([ScriptedToolCall::raw("call_tool", arguments).id("c1")]).chunks(5);
+    let server = ModelServer::with_script([step(), step(), step()]).await.unwrap();
+    let mut request = ModelRequest::new("m");
+    let (plain, _) = drain(anthropic(&server).stream(&request)).await;
+    assert!(!plain.iter().any(|e| matches!(e, ModelEvent::ToolCallDelta(_))), "{plain:?}");
+    request.tool_call_deltas = true;
+    let expected = vec![("c1".to_owned(), "call_tool".to_owned(), arguments.to_owned())];
+    for stream in [anthropic(&server).stream(&request), super::openai(&server).stream(&request)] {
+        let (events, error) = drain(stream).await;
+        assert_eq!(error, None);
+        assert_eq!(joined_deltas(&events), expected, "{events:?}");
+        let deltas = events.iter().filter(|e| matches!(e, ModelEvent::ToolCallDelta(_))).count();
+        assert!(deltas >= 5, "one delta per streamed fragment: {events:?}");
+        let call = events.iter().position(|e| matches!(e, ModelEvent::ToolCall(_))).unwrap();
+        assert!(events[..call].iter().all(|e| matches!(e, ModelEvent::ToolCallDelta(_))), "{events:?}");
+    }
+}

@@ -12,6 +12,7 @@
 
 mod env_http;
 mod http;
+mod prefetch;
 mod stdio;
 mod vaults;
 
@@ -101,6 +102,11 @@ impl NodeServer {
     /// `bearer.mjs`: accepts bearer tokens starting with `prefix`.
     pub async fn bearer(prefix: &str) -> Self {
         Self::fixture(servers_dir(), "bearer.mjs", &[prefix]).await
+    }
+
+    /// `timed.mjs`: logs when each JSON-RPC request arrives (`GET /stats`).
+    pub async fn timed() -> Self {
+        Self::fixture(servers_dir(), "timed.mjs", &[]).await
     }
 
     /// server-everything in Streamable HTTP mode; ready once it says it is listening.
