@@ -105,6 +105,7 @@ impl McpTools {
         rec: &mut Recorder,
         cancel: &CancellationToken,
     ) -> HostedOutput {
+        let began = std::time::Instant::now();
         let server = args.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
         let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
         let arguments = match args.get("arguments") {
@@ -140,6 +141,9 @@ impl McpTools {
             McpCallStatus::Incomplete => ItemStatus::Incomplete,
             _ => ItemStatus::Failed,
         };
+        // The call as the server runs it (the `mcp_turn` bench reads this): JSON arguments in,
+        // prefetch taken or fetch made, checks, the call through the broker, the record out.
+        tracing::debug!(server = %server, tool = %name, micros = began.elapsed().as_micros() as u64, "call_tool done");
         let _ = rec.done_item(item(&record.output, &record.error, status), index, Vec::new()).await;
         HostedOutput::text(model_text(&record))
     }

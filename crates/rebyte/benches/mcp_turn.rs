@@ -39,6 +39,8 @@ struct Server {
     child: Child,
     url: String,
     dir: tempfile::TempDir,
+    /// The server's own time for each call_tool (its `call_tool done` debug log line).
+    server_side: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
 }
 
 impl Drop for Server {
@@ -56,11 +58,28 @@ fn start_server(model: &ModelServer) -> Server {
         .env("REBYTE_BOOTSTRAP_KEY", KEY)
         .env("OPENAI_BASE_URL", model.base_url())
         .env("OPENAI_API_KEY", "bench")
-        // REBYTE_LOG=mcp=debug shows each call_tool's use of its prefetch.
-        .env("REBYTE_LOG", std::env::var("REBYTE_LOG").unwrap_or_else(|_| "warn".into()))
+        // REBYTE_LOG=mcp=debug shows each call_tool's use of its prefetch; the engine's
+        // `call_tool done` line carries the server's own time for the call.
+        .env(
+            "REBYTE_LOG",
+            format!("{},engine::mcp_tools=debug", std::env::var("REBYTE_LOG").unwrap_or_else(|_| "warn".into())),
+        )
+        .env("NO_COLOR", "1")
         .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let server_side = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (sink, stderr) = (server_side.clone(), child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let micros = line.split("micros=").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next());
+            match micros.and_then(|m| m.parse::<u64>().ok()) {
+                Some(m) if line.contains("call_tool done") => sink.lock().unwrap().push(Duration::from_micros(m)),
+                _ => eprintln!("{line}"),
+            }
+        }
+    });
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let url = loop {
         let line = lines.next().unwrap().unwrap();
@@ -69,7 +88,7 @@ fn start_server(model: &ModelServer) -> Server {
         }
     };
     std::thread::spawn(move || for _ in lines {});
-    Server { child, url, dir }
+    Server { child, url, dir, server_side }
 }
 
 async fn post(http: &reqwest::Client, url: &str, body: Value) -> Value {
@@ -204,4 +223,9 @@ async fn main() {
     println!("rebyte, mcp_call added -> done (event stream):    p50 {t50:?}  p99 {t99:?}  mean {tmean:?}");
     let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64();
     println!("ratio: p50 {:.2}x  mean {:.2}x", ratio(t50, d50), ratio(tmean, dmean));
+    let mut inside = server.server_side.lock().unwrap().clone();
+    assert_eq!(inside.len(), WARMUP + CALLS, "one `call_tool done` log line per call");
+    let (s50, s99, smean) = stats(inside.split_off(WARMUP));
+    println!("rebyte, call_tool in the server (its log):         p50 {s50:?}  p99 {s99:?}  mean {smean:?}");
+    println!("ratio: p50 {:.2}x  mean {:.2}x", ratio(s50, d50), ratio(smean, dmean));
 }
