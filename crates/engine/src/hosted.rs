@@ -33,9 +33,13 @@ impl HostedToolsFactory for ServerTools {
     ) -> Result<Vec<Arc<dyn HostedTools>>, TurnError> {
         let mut tools: Vec<Arc<dyn HostedTools>> = Vec::new();
         if let Some(env_id) = session.environment.id() {
+            // Whether this turn finds the environment still to be initialized (its first use
+            // then announces pending → ready), before warming starts that initialization.
+            let pending = self.envs.running(env_id).is_none();
             // The environment goes pending → ready with the first turn.
             self.envs.warm(org_id, env_id);
             tools.push(Arc::new(SandboxTools {
+                pending: pending.into(),
                 envs: Arc::clone(&self.envs),
                 org_id: org_id.to_string(),
                 env_id: env_id.to_string(),

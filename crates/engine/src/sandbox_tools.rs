@@ -41,15 +41,19 @@ pub struct SandboxTools {
     pub output_dir: String,
     /// Whether this turn announced `agent.session.environment.connected`.
     pub connected: std::sync::atomic::AtomicBool,
+    /// The environment was not running when the turn started: its first use announces
+    /// `pending`, then `ready` (or `failed`).
+    pub pending: std::sync::atomic::AtomicBool,
 }
 
 impl SandboxTools {
     /// The sandbox, waiting for its initialization unless the turn is cancelled
     /// first (setup itself goes on). Announces `agent.session.environment.*`:
-    /// `pending` then `ready` when this turn waits for initialization, `failed`
-    /// when it cannot have the sandbox, `connected` on its first use per turn.
+    /// `pending` then `ready` on the first use in a turn that found the
+    /// environment not running, `failed` when it cannot have the sandbox,
+    /// `connected` on its first use per turn.
     async fn sandbox(&self, rec: &mut Recorder, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
-        let waits = self.envs.running(&self.env_id).is_none();
+        let waits = self.pending.swap(false, std::sync::atomic::Ordering::Relaxed);
         if waits {
             let _ = rec.emit(vec![self.state_event(rec, "pending", None)]).await;
         }
