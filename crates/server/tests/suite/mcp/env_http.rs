@@ -71,3 +71,64 @@ async fn the_same_url_from_the_service_origin_is_the_hosts_loopback_and_fails() 
     let message = turn["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("inside"), "{turn}");
 }
+
+/// This machine's address on its default route (not loopback).
+fn host_ip() -> String {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    probe.connect("192.0.2.1:9").expect("a default route");
+    probe.local_addr().unwrap().ip().to_string()
+}
+
+/// A session on a new environment with `network`, whose one server is `url` from inside.
+async fn restricted_session(s: &crate::support::TestServer, network: Value, url: &str) -> String {
+    let (status, env) =
+        s.post("/v1/agents/environments", json!({"environment": {"type": "openai_hosted", "network": network}})).await;
+    assert!(status.is_success(), "{env}");
+    let tool = json!({"type": "mcp", "server_label": "outside", "required": true, "connection_origin": "environment",
+                      "transport": {"type": "http", "server_url": url}});
+    let (status, session) = s
+        .post(
+            "/v1/agents/sessions",
+            json!({"agent": {"model": "m", "tools": [tool]},
+                                            "environment": {"type": "reference", "environment_id": env["id"]}}),
+        )
+        .await;
+    assert!(status.is_success(), "{session}");
+    session["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn an_environment_origin_http_server_follows_the_environments_network_policy() {
+    let everything = super::NodeServer::everything().await;
+    let ip = host_ip();
+    let url = everything.url.replace("127.0.0.1", &ip);
+    let echo = || {
+        Step::tool_calls([ScriptedToolCall::new(
+            "call_tool",
+            json!({"server": "outside", "name": "echo", "arguments": {"message": "through the policy"}}),
+        )
+        .id("c_echo")])
+    };
+    let (model, s) = setup(vec![echo(), Step::text("done")]).await;
+
+    // Allowed: the connection leaves the sandbox through its proxy.
+    let sid = restricted_session(&s, json!({"access": "restricted", "allowed_domains": [ip]}), &url).await;
+    let (_, turn) = run_turn(&s, &sid, "echo").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    let requests: Vec<Value> = model.requests().into_iter().map(|r| r.body).collect();
+    assert!(tool_result(&requests[1], "c_echo").contains("through the policy"));
+
+    // Not allowed: the required server cannot connect, and the error says why.
+    let sid = restricted_session(&s, json!({"access": "restricted", "allowed_domains": ["example.com"]}), &url).await;
+    let (_, turn) = run_turn(&s, &sid, "echo").await;
+    assert_eq!(turn["status"], "failed", "{turn}");
+    let message = turn["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("outside") && message.contains("allowed_domains"), "{message}");
+
+    // Disabled: nothing leaves the sandbox.
+    let sid = restricted_session(&s, json!({"access": "disabled"}), &url).await;
+    let (_, turn) = run_turn(&s, &sid, "echo").await;
+    assert_eq!(turn["status"], "failed", "{turn}");
+    let message = turn["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("disabled"), "{message}");
+}
