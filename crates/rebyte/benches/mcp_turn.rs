@@ -19,11 +19,13 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, ScriptedToolCall, Step};
 
-const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
+mod common;
+
+use common::KEY;
 const WARMUP: usize = 10;
 const CALLS: usize = 100;
 const CHUNKS: usize = 8;
@@ -35,42 +37,20 @@ fn servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers")
 }
 
+/// The server, and its own time for each call_tool (its `call_tool done` debug log line).
 struct Server {
-    child: Child,
-    url: String,
-    dir: tempfile::TempDir,
-    /// The server's own time for each call_tool (its `call_tool done` debug log line).
+    inner: common::Server,
     server_side: std::sync::Arc<std::sync::Mutex<Vec<Duration>>>,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_server(model: &ModelServer) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rebyte"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("REBYTE_BOOTSTRAP_KEY", KEY)
-        .env("OPENAI_BASE_URL", model.base_url())
-        .env("OPENAI_API_KEY", "bench")
-        // REBYTE_LOG=mcp=debug shows each call_tool's use of its prefetch; the engine's
-        // `call_tool done` line carries the server's own time for the call.
-        .env(
-            "REBYTE_LOG",
-            format!("{},engine::mcp_tools=debug", std::env::var("REBYTE_LOG").unwrap_or_else(|_| "warn".into())),
-        )
-        .env("NO_COLOR", "1")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // REBYTE_LOG=mcp=debug shows each call_tool's use of its prefetch; the engine's
+    // `call_tool done` line carries the server's own time for the call.
+    let log = format!("{},engine::mcp_tools=debug", std::env::var("REBYTE_LOG").unwrap_or_else(|_| "warn".into()));
+    let (inner, stderr) = common::start_server(model, &log, true);
     let server_side = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (sink, stderr) = (server_side.clone(), child.stderr.take().unwrap());
+    let sink = server_side.clone();
+    let stderr = stderr.unwrap();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
             let micros = line.split("micros=").nth(1).and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next());
@@ -80,15 +60,7 @@ fn start_server(model: &ModelServer) -> Server {
             }
         }
     });
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(url) = line.strip_prefix("rebyte listening on ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url, dir, server_side }
+    Server { inner, server_side }
 }
 
 async fn post(http: &reqwest::Client, url: &str, body: Value) -> Value {
@@ -128,12 +100,12 @@ fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
 async fn through_the_server(http: &reqwest::Client, model: &ModelServer, server: &Server) -> Vec<Duration> {
     let env = post(
         http,
-        &format!("{}/v1/agents/environments", server.url),
+        &format!("{}/v1/agents/environments", server.inner.url),
         json!({"environment": {"type": "openai_hosted"}}),
     )
     .await;
     let env_id = env["id"].as_str().unwrap();
-    let workspace = server.dir.path().join("environments").join(env_id).join("workspace");
+    let workspace = server.inner.dir.path().join("environments").join(env_id).join("workspace");
     std::fs::create_dir_all(&workspace).unwrap();
     let copied = Command::new("cp").arg("-R").arg(format!("{}/.", servers_dir().display())).arg(&workspace).status();
     assert!(copied.unwrap().success());
@@ -141,7 +113,7 @@ async fn through_the_server(http: &reqwest::Client, model: &ModelServer, server:
         "transport": {"type": "stdio", "command": "node", "cwd": "/workspace", "args": [EVERYTHING]}});
     let session = post(
         http,
-        &format!("{}/v1/agents/sessions", server.url),
+        &format!("{}/v1/agents/sessions", server.inner.url),
         json!({
         "agent": {"model": "bench-model", "tools": [tool], "max_steps": WARMUP + CALLS + 1},
         "environment": {"type": "reference", "environment_id": env_id}}),
@@ -155,10 +127,10 @@ async fn through_the_server(http: &reqwest::Client, model: &ModelServer, server:
     };
     model.push_all((0..WARMUP + CALLS).map(call));
     model.push(Step::text("done"));
-    let mut events = Box::pin(subscribe(http, &format!("{}/v1/agents/sessions/{sid}/events", server.url)).await);
+    let mut events = Box::pin(subscribe(http, &format!("{}/v1/agents/sessions/{sid}/events", server.inner.url)).await);
     let input = json!({"events": [{"type": "agent.session.input.message",
         "input": [{"role": "user", "content": [{"type": "input_text", "text": "echo"}]}]}]});
-    post(http, &format!("{}/v1/agents/sessions/{sid}/events", server.url), input).await;
+    post(http, &format!("{}/v1/agents/sessions/{sid}/events", server.inner.url), input).await;
     let mut added: HashMap<String, Instant> = HashMap::new();
     let mut took = Vec::new();
     while let Some((at, event)) = events.next().await {

@@ -14,47 +14,15 @@
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, ScriptedToolCall, Step};
 
-const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
+mod common;
 
-struct Server {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use common::{KEY, Server};
 
 fn start_server(model: &ModelServer) -> Server {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rebyte"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path())
-        .env("REBYTE_BOOTSTRAP_KEY", KEY)
-        .env("OPENAI_BASE_URL", model.base_url())
-        .env("OPENAI_API_KEY", "bench")
-        .env("REBYTE_LOG", "warn")
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(url) = line.strip_prefix("rebyte listening on ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
-    Server { child, url, _dir: dir }
+    common::start_server(model, "warn", false).0
 }
 
 fn rss_kib(pid: u32, field: &str) -> u64 {

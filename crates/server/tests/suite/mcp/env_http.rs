@@ -37,20 +37,12 @@ async fn an_environment_origin_http_server_on_the_sandboxs_loopback_is_reached_f
     .await;
     let env_id = environment_serving_inside(&s).await;
     assert!(std::net::TcpStream::connect(("127.0.0.1", INSIDE_PORT)).is_err(), "the port is free on the host");
-    let (status, session) = s
-        .post(
-            "/v1/agents/sessions",
-            json!({"agent": {"model": "m", "tools": [inside_tool("environment")]},
-                                            "environment": {"type": "reference", "environment_id": env_id}}),
-        )
-        .await;
-    assert!(status.is_success(), "{session}");
-    let sid = session["id"].as_str().unwrap();
-    let (turn_id, turn) = run_turn(&s, sid, "Who am I to the server inside?").await;
+    let sid = session_on(&s, &env_id, inside_tool("environment")).await;
+    let (turn_id, turn) = run_turn(&s, &sid, "Who am I to the server inside?").await;
     assert_eq!(turn["status"], "completed", "{turn}");
     let requests: Vec<Value> = model.requests().into_iter().map(|r| r.body).collect();
     assert!(tool_result(&requests[1], "c_who").contains("Bearer tok-inside"), "{}", tool_result(&requests[1], "c_who"));
-    let item = &mcp_calls(&turn_items(&s, sid, &turn_id).await)[0];
+    let item = &mcp_calls(&turn_items(&s, &sid, &turn_id).await)[0];
     assert_eq!((&item["server_label"], &item["status"]), (&json!("inside"), &json!("completed")));
 }
 
@@ -58,15 +50,8 @@ async fn an_environment_origin_http_server_on_the_sandboxs_loopback_is_reached_f
 async fn the_same_url_from_the_service_origin_is_the_hosts_loopback_and_fails() {
     let (_model, s) = setup(vec![Step::text("unused")]).await;
     let env_id = environment_serving_inside(&s).await;
-    let (status, session) = s
-        .post(
-            "/v1/agents/sessions",
-            json!({"agent": {"model": "m", "tools": [inside_tool("service")]},
-                                            "environment": {"type": "reference", "environment_id": env_id}}),
-        )
-        .await;
-    assert!(status.is_success(), "{session}");
-    let (_, turn) = run_turn(&s, session["id"].as_str().unwrap(), "hello").await;
+    let sid = session_on(&s, &env_id, inside_tool("service")).await;
+    let (_, turn) = run_turn(&s, &sid, "hello").await;
     assert_eq!(turn["status"], "failed", "{turn}");
     let message = turn["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("inside"), "{turn}");
@@ -86,13 +71,14 @@ async fn restricted_session(s: &crate::support::TestServer, network: Value, url:
     assert!(status.is_success(), "{env}");
     let tool = json!({"type": "mcp", "server_label": "outside", "required": true, "connection_origin": "environment",
                       "transport": {"type": "http", "server_url": url}});
-    let (status, session) = s
-        .post(
-            "/v1/agents/sessions",
-            json!({"agent": {"model": "m", "tools": [tool]},
-                                            "environment": {"type": "reference", "environment_id": env["id"]}}),
-        )
-        .await;
+    session_on(s, env["id"].as_str().unwrap(), tool).await
+}
+
+/// A session on `env_id` whose one tool is `tool`.
+async fn session_on(s: &crate::support::TestServer, env_id: &str, tool: Value) -> String {
+    let body = json!({"agent": {"model": "m", "tools": [tool]},
+                      "environment": {"type": "reference", "environment_id": env_id}});
+    let (status, session) = s.post("/v1/agents/sessions", body).await;
     assert!(status.is_success(), "{session}");
     session["id"].as_str().unwrap().to_string()
 }

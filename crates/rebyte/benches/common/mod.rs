@@ -1,0 +1,52 @@
+//! What the rebyte benches share: a release `rebyte serve` on a fresh data
+//! directory, pointed at the scripted model server, killed when dropped.
+
+// Each bench binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, ChildStderr, Command, Stdio};
+use test_support::model_server::ModelServer;
+
+pub const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
+
+pub struct Server {
+    pub child: Child,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the server with `REBYTE_LOG=log`; returns it once it listens, with
+/// its stderr when `capture_stderr` (else inherited).
+pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Server, Option<ChildStderr>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rebyte"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path())
+        .env("REBYTE_BOOTSTRAP_KEY", KEY)
+        .env("OPENAI_BASE_URL", model.base_url())
+        .env("OPENAI_API_KEY", "bench")
+        .env("REBYTE_LOG", log)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(if capture_stderr { Stdio::piped() } else { Stdio::inherit() })
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let url = loop {
+        let line = lines.next().unwrap().unwrap();
+        if let Some(url) = line.strip_prefix("rebyte listening on ") {
+            break url.to_string();
+        }
+    };
+    std::thread::spawn(move || for _ in lines {});
+    (Server { child, url, dir }, stderr)
+}
