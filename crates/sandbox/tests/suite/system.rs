@@ -126,3 +126,27 @@ async fn system_packages_install_with_apt_into_one_environment_only() {
     assert!(fails(&*other, "command -v hello").await, "another environment sees the package");
     assert!(fails(&*other, "dpkg -s hello").await);
 }
+
+/// apt speaks plain HTTP to the mirror, pipelining on kept-alive connections:
+/// the restricted network's forwarding proxy must carry it.
+#[tokio::test]
+async fn system_packages_install_through_a_restricted_networks_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    if unless_root_it_is_refused(dir.path()).await {
+        return;
+    }
+    let mut spec = writable(dir.path(), "sys-apt-proxy", NetworkPolicy::Restricted);
+    spec.domains = sandbox::egress::DomainPolicy::new(&["deb.debian.org".into()], &[]).unwrap();
+    let sb = create(spec).await;
+    let setup = SetupSpec {
+        packages: Packages { system: vec!["hello".into()], ..Default::default() },
+        setup_commands: vec!["hello".into()],
+        ..Default::default()
+    };
+    let log = match apply_setup(&*sb, &setup).await {
+        Ok(log) => log.log,
+        Err(Error::Setup(f)) => panic!("{f}\n{}", f.log),
+        Err(e) => panic!("{e}"),
+    };
+    assert!(log.contains("Setting up hello") && log.contains("Hello, world!"), "{log}");
+}
