@@ -7,8 +7,10 @@ directory."""
 from __future__ import annotations
 
 import signal
+import time
 import sqlite3
 
+import openai
 import pytest
 
 from harness import conforms
@@ -19,7 +21,7 @@ def kill_mid_turn(servers, model, first_step, settle=False):
     """Starts a server, runs a turn into `first_step` (a stall), kills the server with SIGKILL and starts a new
     one on the same data directory. Answers (new server's client, session id, turn id, events seen before).
     `settle`: read the session's items before the kill (a read waits for the engine's queued writes), so that
-    what the stream delivered is on disk when the kill comes; see the xfail test at the end for why."""
+    what the stream delivered is on disk when the kill comes."""
     first = servers()
     c1 = first.client()
     sid = c1.beta.agents.sessions.create(environment=NONE, agent={"model": "gpt-test"}).id
@@ -134,62 +136,62 @@ def test_a_partial_answer_cut_by_sigkill_is_closed_on_the_event_stream(servers, 
     assert stored.status == "incomplete"
 
 
-def kill_with_uncommitted_events(servers, model):
-    """Runs a turn until the model's first delta is delivered while the test holds the database locked (as a slow
-    disk or a busy checkpoint would), then kills the server with SIGKILL and starts a new one. The lock makes the
-    window between delivery and commit deterministic. Answers (new server's client, session id, the events seen
-    before the lock (all committed), the events delivered while it was held)."""
+def test_nothing_reaches_the_stream_before_it_is_committed(servers, model):
+    """Issue 3: "every item and state change is committed as it happens". With the database locked (as a slow disk
+    or a busy checkpoint would hold it), the turn goes on but its events wait for their commit: the stream shows
+    nothing. Killed then, the server loses only events nobody saw, and a client that resumes from the last id it
+    received gets the turn's ending under ids it has never seen."""
     first = servers()
     c1 = first.client()
     sid = c1.beta.agents.sessions.create(environment=NONE, agent={"model": "gpt-test"}).id
     model.script(reply("partial answer", chunks=2, stall_after=2, latency_ms=1000), reply("back again"))
     lock = sqlite3.connect(first.data_dir / "rebyte.db", timeout=10, isolation_level=None)
     try:
-        with c1.beta.agents.sessions.events.stream(sid, timeout=STREAM_TIMEOUT) as stream:
+        with c1.with_options(timeout=3).beta.agents.sessions.events.stream(sid) as stream:
             send(c1, sid, "hang")
             seen = collect(stream, lambda e: e.type == "agent.session.in_progress")
-            wait_until(lambda: model.stats()["requests"] == 1, "the model request")
             c1.beta.agents.sessions.items.list(sid)  # everything so far is on disk
             lock.execute("BEGIN IMMEDIATE")
-            delivered = collect(stream, lambda e: e.type == "agent.session.turn.output_text.delta")
+            wait_until(lambda: model.stats()["requests"] == 1, "the model request")
+            time.sleep(1.5)  # the model's two chunks reach the engine; their events cannot commit
+            got = []
+            with pytest.raises(openai.APITimeoutError):
+                for event in stream:  # only what was committed before the lock may still arrive
+                    got.append(event)
+            model_events = {"agent.session.turn.item.added", "agent.session.turn.output_text.delta"}
+            assert not [t for t in types(got) if t in model_events], types(got)
+            seen += got
             assert first.stop(signal.SIGKILL) == -signal.SIGKILL
     finally:
         if lock.in_transaction:
             lock.execute("ROLLBACK")
         lock.close()
-    assert types(delivered) == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
-    return servers().client(), sid, seen, delivered
-
-
-def test_an_event_id_a_client_saw_is_never_handed_out_again_after_a_sigkill(servers, model):
-    """DESIGN §4: the stream replays from Last-Event-ID. A client that resumes from the last id it received, even
-    one whose event did not survive the crash, gets the turn's ending, under ids it has never seen."""
-    client, sid, seen, delivered = kill_with_uncommitted_events(servers, model)
+    client = servers().client()
     with client.beta.agents.sessions.events.stream(
-        sid, extra_headers={"Last-Event-ID": delivered[-1].event_id}, timeout=STREAM_TIMEOUT
+        sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
     ) as stream:
         after = collect(stream, lambda e: e.type == "agent.session.idle")
     assert types(after) == ["error", "agent.session.turn.failed", "agent.session.idle"]
     assert after[0].error.code == "server_restarted"
-    old = [e.event_id for e in seen + delivered]
-    new = [e.event_id for e in after]
-    assert not set(new) & set(old), "no id is reused"
+    old, new = [e.event_id for e in seen], [e.event_id for e in after]
     assert sorted(old) == old and sorted(new) == new and new[0] > old[-1], "ids keep growing across the restart"
 
 
-@pytest.mark.xfail(
-    reason="server bug: events reach the stream before they are committed (engine record.rs emit publishes at once; "
-    "items and events go through the journal's write-behind queue, journal.rs), so after a SIGKILL the restarted "
-    "server has lost events a client already received — here the message's `item.added` and its `output_text.delta`: "
-    "resuming from the last committed event replays only [error, turn.failed, idle] (no `item.done` ever closes the "
-    "delivered in_progress message), and the delivered message item is gone from the turn's items (only the user "
-    "message is left). Their ids are no longer handed out again (see the test above)",
-    strict=True,
-)
 def test_every_event_the_stream_delivered_survives_a_sigkill(servers, model):
     """Issue 3: "every item and state change is committed as it happens"; DESIGN §4: the stream replays from
-    Last-Event-ID."""
-    client, sid, seen, delivered = kill_with_uncommitted_events(servers, model)
+    Last-Event-ID. The server is killed the moment the first text delta reaches the client: it was committed
+    before it was sent, so the restarted server replays it, and the message it belongs to is in the turn."""
+    first = servers()
+    c1 = first.client()
+    sid = c1.beta.agents.sessions.create(environment=NONE, agent={"model": "gpt-test"}).id
+    model.script(reply("partial answer", chunks=2, stall_after=2), reply("back again"))
+    with c1.beta.agents.sessions.events.stream(sid, timeout=STREAM_TIMEOUT) as stream:
+        send(c1, sid, "hang")
+        seen = collect(stream, lambda e: e.type == "agent.session.in_progress")
+        delivered = collect(stream, lambda e: e.type == "agent.session.turn.output_text.delta")
+        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+    assert types(delivered) == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
+    client = servers().client()
     with client.beta.agents.sessions.events.stream(
         sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
     ) as stream:

@@ -1,5 +1,6 @@
-//! The session event bus. Each event gets its ordered `event_id` here, is
-//! queued to the journal, and is broadcast to live subscribers at once; a
+//! The session event bus. Each event gets its ordered `event_id` here and is
+//! queued to the journal; once the journal has committed it, it is broadcast
+//! to live subscribers (so an event a client saw survives a crash). A
 //! subscriber that falls behind or reconnects catches up from the store
 //! after a journal flush, so no event is ever skipped.
 
@@ -22,49 +23,63 @@ pub struct Bus {
     journal: Arc<Journal>,
     /// The last event sequence number handed out.
     seq: AtomicI64,
-    // One channel per session that has (or had) subscribers or events since start.
-    channels: Mutex<HashMap<Uuid, broadcast::Sender<Arc<Event>>>>,
+    // One channel per session that has subscribers.
+    channels: Arc<Channels>,
+}
+
+type Channels = Mutex<HashMap<Uuid, broadcast::Sender<Arc<Event>>>>;
+
+/// Broadcasts a committed batch's events, in order, to their sessions' subscribers.
+fn deliver(channels: &Channels, writes: &[Write]) {
+    let mut channels = channels.lock().unwrap_or_else(|e| e.into_inner());
+    for write in writes {
+        let Write::Event { session_id, event } = write else { continue };
+        let Some(sender) = channels.get(session_id) else { continue };
+        if sender.receiver_count() == 0 {
+            // A channel exists only while someone listens.
+            channels.remove(session_id);
+            continue;
+        }
+        // A receiver that went away in between is fine: the event is in the store.
+        let _ = sender.send(Arc::clone(event));
+    }
 }
 
 impl Bus {
-    /// A bus continuing after the store's last event. Events reach live
-    /// subscribers before the journal commits them, so a crash can lose the
-    /// last few after a client saw their ids: the sequence restarts above the
-    /// current time in microseconds, so such an id is never handed out again.
+    /// A bus continuing after the store's last event, broadcasting what
+    /// `journal` commits. A crash can still lose events that were published
+    /// but not committed (never delivered): the sequence restarts above the
+    /// current time in microseconds, so their ids are never handed out again.
     pub async fn new(store: &Arc<dyn Store>, journal: Arc<Journal>) -> Result<Self> {
         let now_micros = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2));
         let last = store.max_event_seq().await?.max(now_micros);
-        Ok(Self { journal, seq: AtomicI64::new(last), channels: Mutex::default() })
+        let channels: Arc<Channels> = Arc::default();
+        let sink = Arc::clone(&channels);
+        journal.on_commit(Box::new(move |writes| deliver(&sink, writes)));
+        Ok(Self { journal, seq: AtomicI64::new(last), channels })
     }
 
-    /// Queues `bodies` for the store, in order, and broadcasts them.
+    /// Queues `bodies` for the store, in order; each is broadcast once committed.
     pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
-        // Ids are taken and sent under one lock, so every subscriber receives
-        // a session's events in increasing id order.
-        let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
-        // A channel exists only while someone listens: sessions nobody
-        // watches cost nothing here.
-        let sender = match channels.get(&session_id) {
-            Some(s) if s.receiver_count() == 0 => {
-                channels.remove(&session_id);
-                None
-            }
-            other => other,
-        };
+        // Ids are taken and queued under one lock, so the journal (and every
+        // subscriber after it) sees a session's events in increasing id order.
+        let _order = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         let mut events = Vec::with_capacity(bodies.len());
         for body in bodies {
             let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
             let event = Arc::new(Event { event_id: store::event_id(seq), body });
             self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
-            if let Some(sender) = sender {
-                // A receiver that went away in between is fine: the event is in the journal.
-                let _ = sender.send(Arc::clone(&event));
-            }
             events.push(event);
         }
         events
+    }
+
+    /// The last sequence number handed out: a subscriber that wants events
+    /// "from now on" subscribes, then skips everything up to this.
+    pub fn last_seq(&self) -> i64 {
+        self.seq.load(Ordering::SeqCst)
     }
 
     /// Waits until every event published so far is in the store.

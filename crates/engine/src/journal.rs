@@ -3,10 +3,12 @@
 //! never waits on the disk; whoever must read what was written — a caller
 //! that needs its submission durable, a handler about to read a turn, an
 //! event replay — awaits [`Journal::flush`], which returns once everything
-//! queued before it is committed.
+//! queued before it is committed. After each batch the writer hands its
+//! writes to the delivery hook (the bus broadcasts the batch's events from
+//! there), so nothing reaches a live subscriber before it is on disk.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use store::{Store, Write};
 use tokio::sync::{mpsc, oneshot};
 
@@ -18,9 +20,13 @@ enum Op {
     Flush(oneshot::Sender<Result<(), String>>),
 }
 
+/// Called with each batch once it is committed (or failed for good).
+pub type Deliver = Box<dyn Fn(&[Write]) + Send + Sync>;
+
 /// The handle to the writer task.
 pub struct Journal {
     tx: mpsc::UnboundedSender<Op>,
+    deliver: Arc<OnceLock<Deliver>>,
     /// Writes queued so far, and writes committed so far: a flush with
     /// nothing outstanding returns without a round trip to the writer.
     queued: Arc<AtomicU64>,
@@ -32,8 +38,14 @@ impl Journal {
     pub fn start(store: Arc<dyn Store>) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let committed = Arc::new(AtomicU64::new(0));
-        tokio::spawn(writer(store, rx, Arc::clone(&committed)));
-        Self { tx, queued: Arc::new(AtomicU64::new(0)), committed }
+        let deliver = Arc::new(OnceLock::new());
+        tokio::spawn(writer(store, rx, Arc::clone(&committed), Arc::clone(&deliver)));
+        Self { tx, deliver, queued: Arc::new(AtomicU64::new(0)), committed }
+    }
+
+    /// Sets what sees each batch after its commit (once; later calls are ignored).
+    pub fn on_commit(&self, deliver: Deliver) {
+        let _ = self.deliver.set(deliver);
     }
 
     /// Queues a write.
@@ -65,7 +77,12 @@ impl Journal {
     }
 }
 
-async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>, committed: Arc<AtomicU64>) {
+async fn writer(
+    store: Arc<dyn Store>,
+    mut rx: mpsc::UnboundedReceiver<Op>,
+    committed: Arc<AtomicU64>,
+    deliver: Arc<OnceLock<Deliver>>,
+) {
     let mut writes = Vec::with_capacity(BATCH);
     let mut waiters = Vec::new();
     while let Some(first) = rx.recv().await {
@@ -90,9 +107,14 @@ async fn writer(store: Arc<dyn Store>, mut rx: mpsc::UnboundedReceiver<Op>, comm
             tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
         }
         if let Err(e) = &outcome {
+            // Delivered all the same: live subscribers keep seeing the session, and the
+            // failure is in the log (the store cannot be written at all).
             tracing::error!(error = %e, writes = writes.len(), "journal batch failed");
         }
         committed.fetch_add(writes.len() as u64, Ordering::SeqCst);
+        if let Some(deliver) = deliver.get() {
+            deliver(&writes);
+        }
         writes.clear();
         for w in waiters.drain(..) {
             let _ = w.send(outcome.clone());

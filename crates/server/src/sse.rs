@@ -104,12 +104,13 @@ fn frame(event: &Event) -> SseEvent {
 }
 
 /// The SSE response for a session's events after sequence `after` (`None`:
-/// only events from now on), ending as `until` says.
+/// only events from now on, i.e. after `floor`, the bus's last sequence
+/// number read once `rx` was subscribed), ending as `until` says.
 pub fn events(
     store: Arc<dyn Store>,
     engine: engine::Engine,
     session_id: Uuid,
-    rx: broadcast::Receiver<Arc<Event>>,
+    (rx, floor): (broadcast::Receiver<Arc<Event>>, i64),
     after: Option<i64>,
     until: Until,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
@@ -118,7 +119,7 @@ pub fn events(
         engine,
         session_id,
         rx,
-        last: after.unwrap_or(0),
+        last: after.unwrap_or(floor),
         backlog: Default::default(),
         catch_up: after.is_some(),
         until,

@@ -146,5 +146,6 @@ pub async fn stream(
     let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
     let after = last_event_id(&headers)?;
     let rx = state.engine.bus().subscribe(session.id);
-    Ok(sse::events(state.store.clone(), state.engine.clone(), session.id, rx, after, Until::Forever).into_response())
+    let from = (rx, state.engine.bus().last_seq());
+    Ok(sse::events(state.store.clone(), state.engine.clone(), session.id, from, after, Until::Forever).into_response())
 }
