@@ -7,6 +7,7 @@
 use crate::environments::Environments;
 use crate::mcp_connect::{Connector, McpSetup};
 use crate::mcp_tools::McpTools;
+use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::tools::{HostedTools, HostedToolsFactory};
 use protocol::session::SessionRecord;
@@ -28,30 +29,44 @@ impl HostedToolsFactory for ServerTools {
     async fn for_turn(
         &self,
         org_id: &str,
-        session: &SessionRecord,
+        rec: &mut Recorder,
         cancel: &CancellationToken,
     ) -> Result<Vec<Arc<dyn HostedTools>>, TurnError> {
+        let session = rec.session.clone();
         let mut tools: Vec<Arc<dyn HostedTools>> = Vec::new();
+        let mut sandbox_tools = None;
         if let Some(env_id) = session.environment.id() {
             // Whether this turn finds the environment still to be initialized (its first use
             // then announces pending → ready), before warming starts that initialization.
             let pending = self.envs.running(env_id).is_none();
             // The environment goes pending → ready with the first turn.
             self.envs.warm(org_id, env_id);
-            tools.push(Arc::new(SandboxTools {
+            let sb = Arc::new(SandboxTools {
                 pending: pending.into(),
                 envs: Arc::clone(&self.envs),
                 org_id: org_id.to_string(),
                 env_id: env_id.to_string(),
                 session_id: session.id.to_string(),
-                output_dir: output_dir(session),
+                output_dir: output_dir(&session),
                 connected: Default::default(),
-            }));
+                waited: Default::default(),
+            });
+            sandbox_tools = Some(Arc::clone(&sb));
+            tools.push(sb);
         }
         if let Some(setup) = &self.mcp {
             let connector =
-                Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, session);
-            if let Some(mcp) = McpTools::connect(connector, cancel).await? {
+                Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, &session);
+            // Environment-origin servers wait for the environment: announce it as the tools do.
+            let waits = sandbox_tools.as_ref().filter(|_| connector.uses_environment());
+            if let Some(sb) = waits {
+                sb.announce_waiting(rec).await;
+            }
+            let connected = McpTools::connect(connector, cancel).await;
+            if let Some(sb) = waits.filter(|_| !cancel.is_cancelled()) {
+                sb.announce_outcome(rec, connected.as_ref().err()).await;
+            }
+            if let Some(mcp) = connected? {
                 tools.push(Arc::new(mcp));
             }
         }

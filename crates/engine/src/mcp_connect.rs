@@ -173,6 +173,12 @@ impl Connector {
         self.session.environment.id()
     }
 
+    /// Whether connecting waits for the session's environment (a stdio or
+    /// environment-origin server).
+    pub fn uses_environment(&self) -> bool {
+        self.env_id().is_some() && self.params().iter().any(|p| p.effective_origin() == ConnectionOrigin::Environment)
+    }
+
     /// Specs for every server that can be described, and the problems of the others.
     pub async fn plan(&self) -> (Vec<Planned>, Vec<Problem>) {
         let params = self.params();

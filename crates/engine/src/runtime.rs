@@ -457,7 +457,7 @@ impl Engine {
             }
         };
         let hosted = match &self.inner.hosted {
-            Some(f) => match f.for_turn(org_id, &rec.session, &cancel).await {
+            Some(f) => match f.for_turn(org_id, &mut rec, &cancel).await {
                 Ok(hosted) => hosted,
                 // A required MCP server could not initialize: before any model call.
                 Err(e) => return rec.finish(TurnStatus::Failed, Some(e)).await,

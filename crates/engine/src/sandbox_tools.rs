@@ -13,6 +13,7 @@ use protocol::turn::TurnError;
 use sandbox::{ExecEvent, ExecRequest, Sandbox};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -44,19 +45,15 @@ pub struct SandboxTools {
     /// The environment was not running when the turn started: its first use announces
     /// `pending`, then `ready` (or `failed`).
     pub pending: std::sync::atomic::AtomicBool,
+    /// `pending` was announced and its outcome not yet.
+    pub waited: std::sync::atomic::AtomicBool,
 }
 
 impl SandboxTools {
     /// The sandbox, waiting for its initialization unless the turn is cancelled
-    /// first (setup itself goes on). Announces `agent.session.environment.*`:
-    /// `pending` then `ready` on the first use in a turn that found the
-    /// environment not running, `failed` when it cannot have the sandbox,
-    /// `connected` on its first use per turn.
+    /// first (setup itself goes on), with the environment's events around it.
     async fn sandbox(&self, rec: &mut Recorder, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
-        let waits = self.pending.swap(false, std::sync::atomic::Ordering::Relaxed);
-        if waits {
-            let _ = rec.emit(vec![self.state_event(rec, "pending", None)]).await;
-        }
+        self.announce_waiting(rec).await;
         let ready = tokio::select! {
             biased;
             _ = cancel.cancelled() => return Err(HostedOutput::text("cancelled while the environment was starting")),
@@ -64,30 +61,49 @@ impl SandboxTools {
         };
         match ready {
             Ok(s) => {
-                let mut events = Vec::new();
-                if waits {
-                    events.push(self.state_event(rec, "ready", None));
-                }
-                if !self.connected.swap(true, std::sync::atomic::Ordering::Relaxed) {
-                    events.push(self.state_event(rec, "connected", None));
-                }
-                if !events.is_empty() {
-                    let _ = rec.emit(events).await;
-                }
+                self.announce_outcome(rec, None).await;
                 Ok(s)
             }
             Err(e) => {
-                let error = EnvironmentStateError {
-                    code: e.code.to_string(),
-                    message: e.message.clone(),
-                    kind: "environment_error".into(),
-                };
-                let _ = rec.emit(vec![self.state_event(rec, "failed", Some(error))]).await;
-                Err(HostedOutput {
-                    text: format!("error: {}", e.message),
-                    fatal: Some(TurnError::new(e.code, e.message)),
-                })
+                let error = TurnError::new(e.code, e.message);
+                self.announce_outcome(rec, Some(&error)).await;
+                Err(HostedOutput { text: format!("error: {}", error.message), fatal: Some(error) })
             }
+        }
+    }
+
+    /// `agent.session.environment.pending`, once, when this turn found the
+    /// environment not running and is about to wait for it.
+    pub async fn announce_waiting(&self, rec: &mut Recorder) {
+        if self.pending.swap(false, Ordering::Relaxed) {
+            self.waited.store(true, Ordering::Relaxed);
+            let _ = rec.emit(vec![self.state_event(rec, "pending", None)]).await;
+        }
+    }
+
+    /// After a wait: `ready` (when `pending` was announced) and `connected`
+    /// (once per turn) if the sandbox runs, else `failed` with `error` as
+    /// the reason (or a generic one).
+    pub async fn announce_outcome(&self, rec: &mut Recorder, error: Option<&TurnError>) {
+        let waited = self.waited.swap(false, Ordering::Relaxed);
+        let mut events = Vec::new();
+        if self.envs.running(&self.env_id).is_some() {
+            if waited {
+                events.push(self.state_event(rec, "ready", None));
+            }
+            if !self.connected.swap(true, Ordering::Relaxed) {
+                events.push(self.state_event(rec, "connected", None));
+            }
+        } else {
+            let (code, message) = match error {
+                Some(e) => (e.code.clone(), e.message.clone()),
+                None => ("sandbox_error".to_string(), format!("environment {} could not be initialized", self.env_id)),
+            };
+            let error = EnvironmentStateError { code, message, kind: "environment_error".into() };
+            events.push(self.state_event(rec, "failed", Some(error)));
+        }
+        if !events.is_empty() {
+            let _ = rec.emit(events).await;
         }
     }
 

@@ -65,11 +65,12 @@ pub trait HostedTools: Send + Sync {
 pub trait HostedToolsFactory: Send + Sync {
     /// Connects what the turn needs before its first model call; an error
     /// (a required MCP server that cannot initialize) fails the turn.
-    /// `cancel` fires when the turn is cancelled meanwhile.
+    /// `cancel` fires when the turn is cancelled meanwhile; `rec` is the
+    /// turn's recorder (its session, and events such as the environment's).
     async fn for_turn(
         &self,
         org_id: &str,
-        session: &protocol::session::SessionRecord,
+        rec: &mut crate::record::Recorder,
         cancel: &CancellationToken,
     ) -> Result<Vec<Arc<dyn HostedTools>>, protocol::turn::TurnError>;
     /// Runs after a turn's last step, before it is reported finished

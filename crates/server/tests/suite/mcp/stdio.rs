@@ -56,6 +56,24 @@ async fn server_filesystem_runs_inside_the_environment_sandbox_through_npx() {
     assert_eq!((&item["server_label"], &item["status"]), (&json!("files"), &json!("completed")));
     let (_, env) = s.get(&format!("/v1/agents/environments/{env_id}")).await;
     assert_eq!(env["status"], "ready", "the stdio server went through the environment's initialization");
+    // The turn waited for the environment before its first model call, and said so.
+    let events = s.events(&sid).await;
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let env_events: Vec<&str> = kinds.iter().copied().filter(|k| k.starts_with("agent.session.environment.")).collect();
+    assert_eq!(
+        env_events,
+        ["agent.session.environment.pending", "agent.session.environment.ready", "agent.session.environment.connected"],
+        "{kinds:?}"
+    );
+    let connected = kinds.iter().position(|k| *k == "agent.session.environment.connected").unwrap();
+    let first_call = events
+        .iter()
+        .position(|e| e["type"] == "agent.session.turn.item.added" && e["item"]["type"] == "mcp_call")
+        .unwrap();
+    let in_progress = kinds.iter().position(|k| *k == "agent.session.turn.in_progress").unwrap();
+    assert!(in_progress < connected && connected < first_call, "before the first model call: {kinds:?}");
+    let ready = events.iter().find(|e| e["type"] == "agent.session.environment.ready").unwrap();
+    assert_eq!((&ready["environment"]["id"], &ready["turn_id"]), (&json!(env_id), &json!(turn_id)));
 }
 
 #[tokio::test]
