@@ -7,12 +7,10 @@
 // {unauthorized, deletes} and POST /revoke?token=T makes token T rejected from then on, both
 // without authentication.
 import http from "node:http";
-import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { sessions } from "./sessions.mjs";
 
 const prefix = `Bearer ${process.argv[2] ?? "valid-"}`;
-const transports = new Map();
 const stats = { unauthorized: 0, deletes: 0 };
 const revoked = new Set();
 
@@ -23,6 +21,8 @@ function newServer() {
   }));
   return server;
 }
+
+const route = sessions(newServer);
 
 const httpServer = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/stats") {
@@ -41,18 +41,7 @@ const httpServer = http.createServer(async (req, res) => {
     res.writeHead(401, { "content-type": "application/json" });
     return res.end(JSON.stringify({ error: "unauthorized" }));
   }
-  const sessionId = req.headers["mcp-session-id"];
-  let transport = sessionId ? transports.get(sessionId) : undefined;
-  if (!transport) {
-    if (sessionId) { res.writeHead(404); return res.end(); }
-    transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => transports.set(id, transport),
-    });
-    transport.onclose = () => transport.sessionId && transports.delete(transport.sessionId);
-    await newServer().connect(transport);
-  }
-  await transport.handleRequest(req, res);
+  await route(req, res);
 });
 
 httpServer.listen(Number(process.env.PORT ?? 0), "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));

@@ -5,12 +5,10 @@
 // Tool: echo. GET /stats answers {requests: [{method, at}]} (at: milliseconds since the Unix
 // epoch, fractional) without authentication.
 import http from "node:http";
-import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { sessions } from "./sessions.mjs";
 import { z } from "zod";
 
-const transports = new Map();
 const requests = [];
 
 function newServer() {
@@ -28,6 +26,8 @@ async function body(req) {
   return text ? JSON.parse(text) : undefined;
 }
 
+const route = sessions(newServer);
+
 const httpServer = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/stats") {
     res.writeHead(200, { "content-type": "application/json" });
@@ -41,18 +41,7 @@ const httpServer = http.createServer(async (req, res) => {
       if (message?.method) requests.push({ method: message.method, at });
     }
   }
-  const sessionId = req.headers["mcp-session-id"];
-  let transport = sessionId ? transports.get(sessionId) : undefined;
-  if (!transport) {
-    if (sessionId) { res.writeHead(404); return res.end(); }
-    transport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      onsessioninitialized: (id) => transports.set(id, transport),
-    });
-    transport.onclose = () => transport.sessionId && transports.delete(transport.sessionId);
-    await newServer().connect(transport);
-  }
-  await transport.handleRequest(req, res, parsed);
+  await route(req, res, parsed);
 });
 
 httpServer.listen(0, "127.0.0.1", () => console.log(`listening ${httpServer.address().port}`));
