@@ -21,6 +21,8 @@ pub struct EnvironmentsConfig {
     pub setup_timeout: Duration,
     /// A sandbox unused this long is paused.
     pub idle_pause: Duration,
+    /// Each sandbox's resource limits.
+    pub limits: sandbox::Limits,
 }
 
 /// Why an environment cannot be used.
@@ -191,6 +193,7 @@ impl Environments {
             })?;
         }
         spec.env = record.config.env.clone().unwrap_or_default();
+        spec.limits = self.config.limits;
         // System packages need a system of the environment's own; the others
         // keep the cheaper read-only one.
         if !record.packages().system.is_empty() {

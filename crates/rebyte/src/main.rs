@@ -53,6 +53,10 @@ enum Command {
         /// `openssl rand -base64 32`) takes precedence over any file.
         #[arg(long, env = "REBYTE_MASTER_KEY_FILE")]
         master_key_file: Option<PathBuf>,
+        /// CPUs each environment's sandbox may use (a cgroup quota, e.g. 1.5); without it a
+        /// sandbox has no quota but still competes as one group for its fair share.
+        #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
+        sandbox_cpus: Option<f64>,
     },
     /// Manage organization API keys.
     Keys {
@@ -105,9 +109,13 @@ async fn run() -> Result<()> {
         .with_writer(std::io::stderr)
         .init();
     match Cli::parse().command {
-        Command::Serve { listen, storage, body_limit, config: models_config, master_key_file } => {
+        Command::Serve { listen, storage, body_limit, config: models_config, master_key_file, sandbox_cpus } => {
             let mut config = storage.config();
             config.body_limit = body_limit;
+            if let Some(cpus) = sandbox_cpus {
+                anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");
+                config.sandbox_limits.cpu_millicores = Some((cpus * 1000.0).round().max(10.0) as u64);
+            }
             config.models_config = models_config.or_else(|| {
                 let default = PathBuf::from("rebyte.toml");
                 default.exists().then_some(default)

@@ -152,6 +152,10 @@ pub struct Limits {
     pub max_transfer_bytes: u64,
     /// Size of the private `/tmp` (a tmpfs).
     pub tmp_bytes: u64,
+    /// CPU time per wall-clock second in thousandths of one CPU (cgroup
+    /// `cpu` quota; 1500 = one and a half CPUs). `None`: no quota, the
+    /// sandbox still competes as one group for its fair share.
+    pub cpu_millicores: Option<u64>,
 }
 
 impl Default for Limits {
@@ -162,6 +166,7 @@ impl Default for Limits {
             max_file_bytes: Some(8 << 30),
             max_transfer_bytes: 32 << 20,
             tmp_bytes: 1 << 30,
+            cpu_millicores: None,
         }
     }
 }

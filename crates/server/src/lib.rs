@@ -68,6 +68,8 @@ pub struct Config {
     pub setup_timeout: std::time::Duration,
     /// Sandboxes idle this long are paused.
     pub idle_pause: std::time::Duration,
+    /// The resource limits of every environment's sandbox.
+    pub sandbox_limits: sandbox::Limits,
 }
 
 impl Config {
@@ -84,6 +86,7 @@ impl Config {
             sandbox_agent: None,
             setup_timeout: std::time::Duration::from_secs(600),
             idle_pause: std::time::Duration::from_secs(600),
+            sandbox_limits: sandbox::Limits::default(),
         }
     }
 }
@@ -156,6 +159,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
             root: config.data_dir.join("environments"),
             setup_timeout: config.setup_timeout,
             idle_pause: config.idle_pause,
+            limits: config.sandbox_limits,
         },
     );
     envs.start_reaper();

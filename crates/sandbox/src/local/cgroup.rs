@@ -1,6 +1,8 @@
 //! Per-sandbox cgroups: detection of what the host offers (cgroup v2 or the
-//! v1 `memory`, `pids` and `freezer` hierarchies, each on its own), limits,
-//! freezing for pause/resume, and cleanup. Everything is best effort: a
+//! v1 `memory`, `pids`, `cpu` and `freezer` hierarchies, each on its own),
+//! limits, freezing for pause/resume, and cleanup. With the `cpu` controller
+//! each sandbox is one scheduling group (its processes share one fair share,
+//! however many there are), optionally with a quota. Everything is best effort: a
 //! controller the host does not delegate is reported and skipped.
 
 use crate::api::Limits;
@@ -28,6 +30,7 @@ struct Hierarchy {
 pub struct CgroupSupport {
     memory: Option<Hierarchy>,
     pids: Option<Hierarchy>,
+    cpu: Option<Hierarchy>,
     freezer: Option<Hierarchy>,
     /// Why something is missing, for the backend's report.
     pub notes: Vec<String>,
@@ -40,6 +43,10 @@ impl CgroupSupport {
 
     pub fn has_pids(&self) -> bool {
         self.pids.is_some()
+    }
+
+    pub fn has_cpu(&self) -> bool {
+        self.cpu.is_some()
     }
 
     pub fn has_freezer(&self) -> bool {
@@ -57,7 +64,7 @@ impl CgroupSupport {
         let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
         let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
         let mut v2_mount = None;
-        for controller in ["memory", "pids", "freezer"] {
+        for controller in ["memory", "pids", "cpu", "freezer"] {
             let found = v1_mount(&mounts, controller).and_then(|(root, point)| {
                 let own_path = own_path(&own, |ctrls| ctrls.split(',').any(|c| c == controller))?;
                 Some(Hierarchy { version: Version::V1, parent: join(&point, &root, &own_path).join(GROUP) })
@@ -65,11 +72,12 @@ impl CgroupSupport {
             let slot = match controller {
                 "memory" => &mut s.memory,
                 "pids" => &mut s.pids,
+                "cpu" => &mut s.cpu,
                 _ => &mut s.freezer,
             };
             *slot = found;
         }
-        if s.memory.is_none() || s.pids.is_none() || s.freezer.is_none() {
+        if s.memory.is_none() || s.pids.is_none() || s.cpu.is_none() || s.freezer.is_none() {
             v2_mount = v2(&mounts, &own, &mut s.notes);
         }
         if let Some((base, controllers)) = v2_mount {
@@ -81,10 +89,15 @@ impl CgroupSupport {
                 s.memory = Some(h.clone());
             }
             if s.pids.is_none() && controllers.iter().any(|c| c == "pids") {
-                s.pids = Some(h);
+                s.pids = Some(h.clone());
+            }
+            if s.cpu.is_none() && controllers.iter().any(|c| c == "cpu") {
+                s.cpu = Some(h);
             }
         }
-        for (name, slot) in [("memory", &mut s.memory), ("pids", &mut s.pids), ("freezer", &mut s.freezer)] {
+        let slots =
+            [("memory", &mut s.memory), ("pids", &mut s.pids), ("cpu", &mut s.cpu), ("freezer", &mut s.freezer)];
+        for (name, slot) in slots {
             if let Some(h) = slot {
                 if let Err(e) = std::fs::create_dir_all(&h.parent) {
                     s.notes.push(format!("{name}: cannot create {}: {e}", h.parent.display()));
@@ -102,7 +115,7 @@ impl CgroupSupport {
     /// ones (rmdir refuses a cgroup with processes) older than a minute.
     fn sweep_stale(&self) {
         let minute_ago = std::time::SystemTime::now() - Duration::from_secs(60);
-        for h in [&self.memory, &self.pids, &self.freezer].into_iter().flatten() {
+        for h in [&self.memory, &self.pids, &self.cpu, &self.freezer].into_iter().flatten() {
             let Ok(entries) = std::fs::read_dir(&h.parent) else { continue };
             for entry in entries.flatten() {
                 let stale = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < minute_ago);
@@ -162,7 +175,7 @@ fn v2(mountinfo: &str, own: &str, notes: &mut Vec<String>) -> Option<(PathBuf, V
     let base = join(&point, &root, &own_path);
     let available = std::fs::read_to_string(base.join("cgroup.controllers")).unwrap_or_default();
     let wanted: Vec<String> =
-        available.split_whitespace().filter(|c| *c == "memory" || *c == "pids").map(str::to_string).collect();
+        available.split_whitespace().filter(|c| matches!(*c, "memory" | "pids" | "cpu")).map(str::to_string).collect();
     let group = base.join(GROUP);
     let _ = std::fs::create_dir_all(&group);
     let mut enabled = Vec::new();
@@ -191,6 +204,8 @@ pub struct SandboxCgroup {
 pub struct Enforced {
     pub memory: bool,
     pub pids: bool,
+    /// The sandbox has a CPU quota.
+    pub cpu: bool,
 }
 
 impl SandboxCgroup {
@@ -219,6 +234,19 @@ impl SandboxCgroup {
             && let Some(dir) = dir_for(h)
         {
             enforced.pids = std::fs::write(dir.join("pids.max"), n.to_string()).is_ok();
+        }
+        if let Some(h) = &support.cpu
+            && let Some(dir) = dir_for(h)
+            && let Some(millicores) = limits.cpu_millicores
+        {
+            // A quota per 100 ms period: `millicores` thousandths of one CPU.
+            let quota = (millicores.max(10) * 100).to_string();
+            enforced.cpu = match h.version {
+                Version::V1 => std::fs::write(dir.join("cpu.cfs_period_us"), "100000")
+                    .and_then(|()| std::fs::write(dir.join("cpu.cfs_quota_us"), &quota))
+                    .is_ok(),
+                Version::V2 => std::fs::write(dir.join("cpu.max"), format!("{quota} 100000")).is_ok(),
+            };
         }
         if let Some(h) = &support.freezer
             && let Some(dir) = dir_for(h)

@@ -227,7 +227,7 @@ mod tests {
     fn init_config_binds_workspace_first_and_toolchain_read_only() {
         let config = LocalConfig::with_agent("/bin/true", vec![]);
         let spec = SandboxSpec::new("t1", "/srv/env/t1");
-        let init = init_config(&config, &spec, Enforced { memory: true, pids: false }).unwrap();
+        let init = init_config(&config, &spec, Enforced { memory: true, pids: false, cpu: false }).unwrap();
         assert_eq!(init.binds[0].target, "/workspace");
         assert!(init.binds[0].writable);
         assert!(init.binds.iter().filter(|b| !b.device && b.target != "/workspace").all(|b| !b.writable));
@@ -243,7 +243,7 @@ mod tests {
         let config = LocalConfig::with_agent("/bin/true", vec![]);
         let mut spec = SandboxSpec::new("t2", dir.path().join("workspace"));
         spec.writable_system = Some(dir.path().join("system"));
-        let init = init_config(&config, &spec, Enforced { memory: true, pids: true });
+        let init = init_config(&config, &spec, Enforced { memory: true, pids: true, cpu: false });
         if !nix::unistd::geteuid().is_root() {
             assert!(init.unwrap_err().to_string().contains("root"));
             return;
@@ -256,7 +256,8 @@ mod tests {
         let var = init.binds.iter().find(|b| b.target == "/var").unwrap();
         assert!(var.writable);
         assert!(dir.path().join("system/var/tmp").is_dir());
-        let plain = init_config(&config, &SandboxSpec::new("t3", "/srv/x"), Enforced { memory: true, pids: true });
+        let plain =
+            init_config(&config, &SandboxSpec::new("t3", "/srv/x"), Enforced { memory: true, pids: true, cpu: false });
         assert!(plain.unwrap().overlays.is_empty());
     }
 }

@@ -149,6 +149,11 @@ impl LocalSandbox {
         (self.enforced.memory, self.enforced.pids)
     }
 
+    /// Whether a CPU quota (`Limits::cpu_millicores`) is enforced by a cgroup.
+    pub fn cpu_quota_enforced(&self) -> bool {
+        self.enforced.cpu
+    }
+
     /// Resumes a paused sandbox; fails on a gone one.
     async fn ready(&self) -> Result<()> {
         self.freezer.ensure_running().await

@@ -93,3 +93,17 @@ async fn a_process_cannot_write_a_file_past_the_file_size_limit() {
     assert_eq!(std::fs::metadata(sb.host_path("big.bin")).unwrap().len(), 1 << 20);
     sh(&*sb.sandbox, "head -c 1000 /dev/zero > small.bin").await;
 }
+
+#[tokio::test]
+async fn a_cpu_quota_holds_a_busy_loop_to_its_share() {
+    let sb = start_with("cpuquota", |s| s.limits.cpu_millicores = Some(200)).await;
+    if !sb.cpu_quota_enforced() {
+        println!("skipped: no cpu cgroup on this host");
+        return;
+    }
+    // 1.5 s of wall time spinning; a fifth of a CPU allows about 0.3 s of it.
+    let spin = "python3 -c \"import time\nend = time.time() + 1.5\nwhile time.time() < end: pass\nprint(time.process_time())\"";
+    let used: f64 = sh(&*sb.sandbox, spin).await.parse().unwrap();
+    assert!(used < 0.6, "the loop used {used} s of CPU in 1.5 s under a 0.2-CPU quota");
+    assert!(used > 0.1, "the loop barely ran ({used} s)");
+}

@@ -314,3 +314,27 @@ async fn deleting_the_conversation_of_a_private_environment_deletes_the_environm
     assert_eq!(status, StatusCode::OK);
     assert_eq!(s.get(&format!("/v1/agents/environments/{env_id}")).await.0, StatusCode::NOT_FOUND);
 }
+
+/// `--sandbox-cpus` (the server's `sandbox_limits`) reaches every environment's sandbox.
+#[tokio::test]
+async fn the_servers_cpu_quota_holds_an_environments_busy_loop() {
+    if !sandbox::LocalBackend::new(sandbox::LocalConfig::default()).cgroups().has_cpu() {
+        println!("skipped: no cpu cgroup on this host");
+        return;
+    }
+    let s = TestServer::start_with(|c| c.sandbox_limits.cpu_millicores = Some(200)).await;
+    let spin = "python3 -c \"import time\nend = time.time() + 1.5\nwhile time.time() < end: pass\nprint('cpu', time.process_time())\"";
+    let e = env(&s, json!({"environment": {"type": "openai_hosted", "setup_commands": [{"command": spin}]}})).await;
+    let id = e["id"].as_str().unwrap();
+    let (status, _) = s
+        .post(
+            &format!("/v1/agents/environments/{id}/files"),
+            json!({"type": "inline", "path": "/workspace/go", "data": "eA=="}),
+        )
+        .await;
+    assert!(status.is_success());
+    let ready = wait_env(&s, id, &["ready", "failed"]).await;
+    let log = ready["setup_log"].as_str().unwrap_or_default();
+    let used: f64 = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok()).unwrap();
+    assert!(used < 0.6, "the loop used {used} s of CPU in 1.5 s under a 0.2-CPU quota: {log}");
+}
