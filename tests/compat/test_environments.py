@@ -165,9 +165,10 @@ def test_list_pages_through_the_organizations_environments(org_client):
         (hosted(network={"access": "restricted", "allowed_domains": ["a.com"], "blocked_domains": ["b.com"]}),
          "environment.network.blocked_domains"),
         (hosted(network={"access": "enabled", "allowed_domains": ["pypi.org"]}), "environment.network"),
+        (hosted(container_size="huge"), "environment.container_size"),
     ],
     ids=["path-outside", "path-dotdot", "data-not-base64", "empty-command", "cwd-outside", "network", "unknown",
-         "misspelled", "self-hosted", "wildcard-domain", "url-not-domain", "allow-and-block", "domains-not-restricted"],
+         "misspelled", "self-hosted", "wildcard-domain", "url-not-domain", "allow-and-block", "domains-not-restricted", "container-size"],
 )
 def test_a_bad_environment_is_400_naming_the_field_and_writes_nothing(org_client, environment, param):
     with pytest.raises(openai.BadRequestError) as e:

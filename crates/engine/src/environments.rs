@@ -25,6 +25,20 @@ pub struct EnvironmentsConfig {
     pub limits: sandbox::Limits,
 }
 
+/// The limits of a `container_size` (`small`: 1 CPU and 2 GiB, `medium`: 2 CPUs and 4 GiB,
+/// `large`: 4 CPUs and 8 GiB) over `base` (the server's); `None` for an unknown size. No size
+/// keeps `base`.
+pub fn size_limits(base: sandbox::Limits, size: Option<&str>) -> Option<sandbox::Limits> {
+    let (cpus, gib) = match size {
+        None => return Some(base),
+        Some("small") => (1, 2),
+        Some("medium") => (2, 4),
+        Some("large") => (4, 8),
+        Some(_) => return None,
+    };
+    Some(sandbox::Limits { cpu_millicores: Some(cpus * 1000), memory_bytes: Some(gib << 30), ..base })
+}
+
 /// Why an environment cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvFailure {
@@ -193,7 +207,9 @@ impl Environments {
             })?;
         }
         spec.env = record.config.env.clone().unwrap_or_default();
-        spec.limits = self.config.limits;
+        // Validated at creation: an unknown size keeps the server's limits.
+        spec.limits =
+            size_limits(self.config.limits, record.config.container_size.as_deref()).unwrap_or(self.config.limits);
         // System packages need a system of the environment's own; the others
         // keep the cheaper read-only one.
         if !record.packages().system.is_empty() {

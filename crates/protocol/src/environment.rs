@@ -194,6 +194,9 @@ pub struct Environment {
     pub plugins: Vec<serde_json::Value>,
     pub skills: Vec<serde_json::Value>,
     pub capability_directories: Vec<String>,
+    /// `small`, `medium` or `large` (1, 2 or 4 CPUs and 2, 4 or 8 GiB); absent: the server's limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container_size: Option<String>,
     pub network: NetworkView,
     pub packages: PackagesView,
     /// Rebyte extension: why initialization failed.
@@ -269,6 +272,7 @@ impl EnvironmentRecord {
             plugins: Vec::new(),
             skills: Vec::new(),
             capability_directories: self.config.capability_directories.clone().unwrap_or_default(),
+            container_size: self.config.container_size.clone(),
             network: self.network(),
             packages: self.packages(),
             error: self.error.clone(),

@@ -53,6 +53,11 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> ApiResult<Vec<Hosted
             "use {\"type\": \"reference\", \"environment_id\": …} to share an environment",
         ));
     }
+    if let Some(size) = &c.container_size
+        && engine::environments::size_limits(sandbox::Limits::default(), Some(size)).is_none()
+    {
+        return Err(ApiError::invalid(p("container_size"), "must be one of small, medium, large"));
+    }
     if c.environment_template_id.is_some() {
         return Err(ApiError::unsupported(p("environment_template_id"), "environment templates are not supported"));
     }

@@ -338,3 +338,41 @@ async fn the_servers_cpu_quota_holds_an_environments_busy_loop() {
     let used: f64 = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok()).unwrap();
     assert!(used < 0.6, "the loop used {used} s of CPU in 1.5 s under a 0.2-CPU quota: {log}");
 }
+
+/// `container_size: small` is one CPU: two spinning processes get about one CPU's time between
+/// them, and an unknown size is refused at creation.
+#[tokio::test]
+async fn a_small_container_size_is_one_cpu() {
+    let s = TestServer::start().await;
+    let (status, err) = s
+        .post("/v1/agents/environments", json!({"environment": {"type": "openai_hosted", "container_size": "huge"}}))
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(err["error"]["param"], "environment.container_size", "{err}");
+    if !sandbox::LocalBackend::new(sandbox::LocalConfig::default()).cgroups().has_cpu() {
+        println!("skipped: no cpu cgroup on this host");
+        return;
+    }
+    let spin = "import os, time\nend = time.time() + 1.5\nfor _ in range(2):\n    if os.fork() == 0:\n        while time.time() < end: pass\n        os._exit(0)\nfor _ in range(2): os.wait()\nt = os.times()\nprint('cpu', t.children_user + t.children_system)\n";
+    let data = base64::engine::general_purpose::STANDARD.encode(spin);
+    let e = env(
+        &s,
+        json!({"environment": {"type": "openai_hosted", "container_size": "small",
+        "files": [{"type": "inline", "path": "/workspace/spin.py", "data": data}],
+        "setup_commands": [{"command": "python3 /workspace/spin.py"}]}}),
+    )
+    .await;
+    assert_eq!(e["container_size"], "small", "{e}");
+    let id = e["id"].as_str().unwrap();
+    let (status, _) = s
+        .post(
+            &format!("/v1/agents/environments/{id}/files"),
+            json!({"type": "inline", "path": "/workspace/go", "data": "eA=="}),
+        )
+        .await;
+    assert!(status.is_success());
+    let ready = wait_env(&s, id, &["ready", "failed"]).await;
+    let log = ready["setup_log"].as_str().unwrap_or_default();
+    let used: f64 = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok()).unwrap();
+    assert!(used < 1.9, "two spinning processes used {used} s of CPU in 1.5 s on one CPU: {log}");
+}
