@@ -17,6 +17,14 @@ from harness import conforms
 from scripted import NONE, STREAM_TIMEOUT, collect, only_turn, reply, send, types, wait_turn, wait_until
 
 
+def resume_until_idle(client, sid: str, last_event_id: str) -> list:
+    """The session's events after `last_event_id` (as a reconnecting client asks for them), up to idle."""
+    with client.beta.agents.sessions.events.stream(
+        sid, extra_headers={"Last-Event-ID": last_event_id}, timeout=STREAM_TIMEOUT
+    ) as stream:
+        return collect(stream, lambda e: e.type == "agent.session.idle")
+
+
 def kill_mid_turn(servers, model, first_step, settle=False):
     """Starts a server, runs a turn into `first_step` (a stall), kills the server with SIGKILL and starts a new
     one on the same data directory. Answers (new server's client, session id, turn id, events seen before).
@@ -71,10 +79,7 @@ def test_a_turn_cut_by_sigkill_fails_with_server_restarted_and_the_session_takes
     assert (user.role, user.content[0].text, user.turn_id) == ("user", "hang", turn_id), "committed before the crash"
 
     # The events written before the crash survive it, and the ending is on the stream after them.
-    with client.beta.agents.sessions.events.stream(
-        sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
-    ) as stream:
-        after = collect(stream, lambda e: e.type == "agent.session.idle")
+    after = resume_until_idle(client, sid, seen[-1].event_id)
     assert types(after) == ["error", "agent.session.turn.failed", "agent.session.idle"]
     assert after[0].error.code == "server_restarted"
     assert after[1].turn.to_dict() == turn
@@ -113,10 +118,7 @@ def test_a_partial_answer_cut_by_sigkill_is_closed_on_the_event_stream(servers, 
         servers, model, reply("partial answer", chunks=2, stall_after=2), settle=True
     )
     added, delta = seen[-2:]
-    with client.beta.agents.sessions.events.stream(
-        sid, extra_headers={"Last-Event-ID": delta.event_id}, timeout=STREAM_TIMEOUT
-    ) as stream:
-        after = collect(stream, lambda e: e.type == "agent.session.idle")
+    after = resume_until_idle(client, sid, delta.event_id)
     assert types(after) == [
         "agent.session.turn.output_text.done",
         "agent.session.turn.item.done",
@@ -167,10 +169,7 @@ def test_nothing_reaches_the_stream_before_it_is_committed(servers, model):
             lock.execute("ROLLBACK")
         lock.close()
     client = servers().client()
-    with client.beta.agents.sessions.events.stream(
-        sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
-    ) as stream:
-        after = collect(stream, lambda e: e.type == "agent.session.idle")
+    after = resume_until_idle(client, sid, seen[-1].event_id)
     assert types(after) == ["error", "agent.session.turn.failed", "agent.session.idle"]
     assert after[0].error.code == "server_restarted"
     old, new = [e.event_id for e in seen], [e.event_id for e in after]
@@ -192,10 +191,7 @@ def test_every_event_the_stream_delivered_survives_a_sigkill(servers, model):
         assert first.stop(signal.SIGKILL) == -signal.SIGKILL
     assert types(delivered) == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
     client = servers().client()
-    with client.beta.agents.sessions.events.stream(
-        sid, extra_headers={"Last-Event-ID": seen[-1].event_id}, timeout=STREAM_TIMEOUT
-    ) as stream:
-        replayed = collect(stream, lambda e: e.type == "agent.session.idle")
+    replayed = resume_until_idle(client, sid, seen[-1].event_id)
     assert [(e.event_id, e.type) for e in replayed[:2]] == [(e.event_id, e.type) for e in delivered]
     turn_id = only_turn(client, sid).id
     items = client.beta.agents.sessions.turns.items.list(turn_id, session_id=sid, order="asc").data

@@ -15,7 +15,7 @@ use futures::StreamExt;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::TokioChildProcess;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
@@ -25,7 +25,7 @@ use test_support::model_server::{ModelServer, ScriptedToolCall, Step};
 
 mod common;
 
-use common::KEY;
+use common::{post, subscribe};
 const WARMUP: usize = 10;
 const CALLS: usize = 100;
 const CHUNKS: usize = 8;
@@ -61,33 +61,6 @@ fn start_server(model: &ModelServer) -> Server {
         }
     });
     Server { inner, server_side }
-}
-
-async fn post(http: &reqwest::Client, url: &str, body: Value) -> Value {
-    let r = http.post(url).bearer_auth(KEY).json(&body).send().await.unwrap();
-    serde_json::from_str(&r.text().await.unwrap()).unwrap_or(Value::Null)
-}
-
-/// The session's events, each with the time it was read.
-async fn subscribe(http: &reqwest::Client, url: &str) -> impl futures::Stream<Item = (Instant, Value)> + use<> {
-    let resp = http.get(url).bearer_auth(KEY).send().await.unwrap();
-    let mut buf = String::new();
-    resp.bytes_stream()
-        .map(move |chunk| {
-            let at = Instant::now();
-            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            let mut out = Vec::new();
-            while let Some(end) = buf.find("\n\n") {
-                let frame: String = buf.drain(..end + 2).collect();
-                for line in frame.lines() {
-                    if let Some(data) = line.strip_prefix("data: ") {
-                        out.push((at, serde_json::from_str::<Value>(data).unwrap()));
-                    }
-                }
-            }
-            futures::stream::iter(out)
-        })
-        .flatten()
 }
 
 fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {

@@ -19,7 +19,7 @@ use test_support::model_server::{ModelServer, ScriptedToolCall, Step};
 
 mod common;
 
-use common::{KEY, Server};
+use common::Server;
 
 fn start_server(model: &ModelServer) -> Server {
     common::start_server(model, "warn", false).0
@@ -42,9 +42,7 @@ struct Client {
 
 impl Client {
     async fn post(&self, path: &str, body: Value) -> Value {
-        let r = self.http.post(format!("{}{path}", self.url)).bearer_auth(KEY).json(&body).send().await.unwrap();
-        let text = r.text().await.unwrap();
-        serde_json::from_str(&text).unwrap_or(Value::Null)
+        common::post(&self.http, &format!("{}{path}", self.url), body).await
     }
 
     async fn session(&self, agent: Value) -> String {
@@ -53,29 +51,8 @@ impl Client {
     }
 
     async fn subscribe(&self, sid: &str) -> impl futures::Stream<Item = Value> + use<> {
-        let resp = self
-            .http
-            .get(format!("{}/v1/agents/sessions/{sid}/events", self.url))
-            .bearer_auth(KEY)
-            .send()
-            .await
-            .unwrap();
-        let mut buf = String::new();
-        resp.bytes_stream()
-            .map(move |chunk| {
-                buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-                let mut out = Vec::new();
-                while let Some(end) = buf.find("\n\n") {
-                    let frame: String = buf.drain(..end + 2).collect();
-                    for line in frame.lines() {
-                        if let Some(data) = line.strip_prefix("data: ") {
-                            out.push(serde_json::from_str::<Value>(data).unwrap());
-                        }
-                    }
-                }
-                futures::stream::iter(out)
-            })
-            .flatten()
+        let url = format!("{}/v1/agents/sessions/{sid}/events", self.url);
+        common::subscribe(&self.http, &url).await.map(|(_, event)| event)
     }
 
     async fn send(&self, sid: &str, text: &str) {

@@ -4,8 +4,11 @@
 // Each bench binary compiles this module and uses part of it.
 #![allow(dead_code)]
 
+use futures::StreamExt;
+use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::Instant;
 use test_support::model_server::ModelServer;
 
 pub const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
@@ -49,4 +52,31 @@ pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Se
     };
     std::thread::spawn(move || for _ in lines {});
     (Server { child, url, dir }, stderr)
+}
+
+pub async fn post(http: &reqwest::Client, url: &str, body: Value) -> Value {
+    let r = http.post(url).bearer_auth(KEY).json(&body).send().await.unwrap();
+    serde_json::from_str(&r.text().await.unwrap()).unwrap_or(Value::Null)
+}
+
+/// The session's events, each with the time it was read.
+pub async fn subscribe(http: &reqwest::Client, url: &str) -> impl futures::Stream<Item = (Instant, Value)> + use<> {
+    let resp = http.get(url).bearer_auth(KEY).send().await.unwrap();
+    let mut buf = String::new();
+    resp.bytes_stream()
+        .map(move |chunk| {
+            let at = Instant::now();
+            buf.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+            let mut out = Vec::new();
+            while let Some(end) = buf.find("\n\n") {
+                let frame: String = buf.drain(..end + 2).collect();
+                for line in frame.lines() {
+                    if let Some(data) = line.strip_prefix("data: ") {
+                        out.push((at, serde_json::from_str::<Value>(data).unwrap()));
+                    }
+                }
+            }
+            futures::stream::iter(out)
+        })
+        .flatten()
 }

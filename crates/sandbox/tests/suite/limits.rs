@@ -47,17 +47,7 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
     if !memory_by_cgroup {
         println!("note: no memory cgroup; RLIMIT_DATA bounds each process instead");
     }
-    // `tail` keeps a newline-free stream in memory: 1 GiB of it.
-    let out = sb
-        .exec(
-            ExecRequest::new("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c")
-                .timeout(Duration::from_secs(60)),
-        )
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let out = memory_hog(&*sb.sandbox).await;
     assert!(!out.status.timed_out, "the hog was not stopped by the limit");
     assert_ne!(out.stdout_str().trim(), "1073741824", "1 GiB fit under a 128 MiB limit");
     assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
@@ -67,16 +57,7 @@ async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
 async fn without_cgroups_a_memory_hog_is_stopped_by_its_rlimit() {
     let sb = start_on(&backend_without_cgroups(), "memhog-rlimit", |s| s.limits.memory_bytes = Some(128 << 20)).await;
     assert_eq!(sb.cgroup_limits(), (false, false));
-    let out = sb
-        .exec(
-            ExecRequest::new("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c")
-                .timeout(Duration::from_secs(60)),
-        )
-        .await
-        .unwrap()
-        .wait()
-        .await
-        .unwrap();
+    let out = memory_hog(&*sb.sandbox).await;
     assert!(!out.status.timed_out);
     assert!(out.stderr_str().contains("memory"), "{}", out.stderr_str());
     assert_eq!(sh(&*sb.sandbox, "echo still-alive").await, "still-alive");
@@ -106,4 +87,10 @@ async fn a_cpu_quota_holds_a_busy_loop_to_its_share() {
     let used: f64 = sh(&*sb.sandbox, spin).await.parse().unwrap();
     assert!(used < 0.6, "the loop used {used} s of CPU in 1.5 s under a 0.2-CPU quota");
     assert!(used > 0.1, "the loop barely ran ({used} s)");
+}
+
+/// Holds 1 GiB in memory (`tail` keeps a newline-free stream) and prints its size.
+async fn memory_hog(sandbox: &dyn Sandbox) -> sandbox::ExecOutput {
+    let hog = ExecRequest::new("head -c 1073741824 /dev/zero | tail -c 1073741824 | wc -c");
+    sandbox.exec(hog.timeout(Duration::from_secs(60))).await.unwrap().wait().await.unwrap()
 }

@@ -315,27 +315,37 @@ async fn deleting_the_conversation_of_a_private_environment_deletes_the_environm
     assert_eq!(s.get(&format!("/v1/agents/environments/{env_id}")).await.0, StatusCode::NOT_FOUND);
 }
 
+/// Whether this host offers no cpu cgroup (the CPU tests are then skipped, saying so).
+fn no_cpu_cgroup() -> bool {
+    let missing = !sandbox::LocalBackend::new(sandbox::LocalConfig::default()).cgroups().has_cpu();
+    if missing {
+        println!("skipped: no cpu cgroup on this host");
+    }
+    missing
+}
+
+/// Initializes environment `id` with a file operation; answers the CPU seconds its setup
+/// printed (a `cpu <seconds>` line) and the setup log.
+async fn setup_cpu_seconds(s: &TestServer, id: &str) -> (f64, String) {
+    let go = json!({"type": "inline", "path": "/workspace/go", "data": "eA=="});
+    let (status, _) = s.post(&format!("/v1/agents/environments/{id}/files"), go).await;
+    assert!(status.is_success());
+    let ready = wait_env(s, id, &["ready", "failed"]).await;
+    let log = ready["setup_log"].as_str().unwrap_or_default().to_string();
+    let used = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok());
+    (used.unwrap_or_else(|| panic!("no cpu line in the setup log: {log}")), log)
+}
+
 /// `--sandbox-cpus` (the server's `sandbox_limits`) reaches every environment's sandbox.
 #[tokio::test]
 async fn the_servers_cpu_quota_holds_an_environments_busy_loop() {
-    if !sandbox::LocalBackend::new(sandbox::LocalConfig::default()).cgroups().has_cpu() {
-        println!("skipped: no cpu cgroup on this host");
+    if no_cpu_cgroup() {
         return;
     }
     let s = TestServer::start_with(|c| c.sandbox_limits.cpu_millicores = Some(200)).await;
     let spin = "python3 -c \"import time\nend = time.time() + 1.5\nwhile time.time() < end: pass\nprint('cpu', time.process_time())\"";
     let e = env(&s, json!({"environment": {"type": "openai_hosted", "setup_commands": [{"command": spin}]}})).await;
-    let id = e["id"].as_str().unwrap();
-    let (status, _) = s
-        .post(
-            &format!("/v1/agents/environments/{id}/files"),
-            json!({"type": "inline", "path": "/workspace/go", "data": "eA=="}),
-        )
-        .await;
-    assert!(status.is_success());
-    let ready = wait_env(&s, id, &["ready", "failed"]).await;
-    let log = ready["setup_log"].as_str().unwrap_or_default();
-    let used: f64 = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok()).unwrap();
+    let (used, log) = setup_cpu_seconds(&s, e["id"].as_str().unwrap()).await;
     assert!(used < 0.6, "the loop used {used} s of CPU in 1.5 s under a 0.2-CPU quota: {log}");
 }
 
@@ -349,8 +359,7 @@ async fn a_small_container_size_is_one_cpu() {
         .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(err["error"]["param"], "environment.container_size", "{err}");
-    if !sandbox::LocalBackend::new(sandbox::LocalConfig::default()).cgroups().has_cpu() {
-        println!("skipped: no cpu cgroup on this host");
+    if no_cpu_cgroup() {
         return;
     }
     let spin = "import os, time\nend = time.time() + 1.5\nfor _ in range(2):\n    if os.fork() == 0:\n        while time.time() < end: pass\n        os._exit(0)\nfor _ in range(2): os.wait()\nt = os.times()\nprint('cpu', t.children_user + t.children_system)\n";
@@ -363,16 +372,6 @@ async fn a_small_container_size_is_one_cpu() {
     )
     .await;
     assert_eq!(e["container_size"], "small", "{e}");
-    let id = e["id"].as_str().unwrap();
-    let (status, _) = s
-        .post(
-            &format!("/v1/agents/environments/{id}/files"),
-            json!({"type": "inline", "path": "/workspace/go", "data": "eA=="}),
-        )
-        .await;
-    assert!(status.is_success());
-    let ready = wait_env(&s, id, &["ready", "failed"]).await;
-    let log = ready["setup_log"].as_str().unwrap_or_default();
-    let used: f64 = log.lines().find_map(|l| l.strip_prefix("cpu ")).and_then(|v| v.trim().parse().ok()).unwrap();
+    let (used, log) = setup_cpu_seconds(&s, e["id"].as_str().unwrap()).await;
     assert!(used < 1.9, "two spinning processes used {used} s of CPU in 1.5 s on one CPU: {log}");
 }
