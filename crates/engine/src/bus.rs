@@ -76,18 +76,22 @@ impl Bus {
         events
     }
 
-    /// The last sequence number handed out: a subscriber that wants events
-    /// "from now on" subscribes, then skips everything up to this.
-    pub fn last_seq(&self) -> i64 {
-        self.seq.load(Ordering::SeqCst)
-    }
-
     /// Waits until every event published so far is in the store.
     pub async fn flush(&self) -> Result<()> {
         self.journal.flush().await.map_err(Error::Invalid)
     }
 
-    /// Live events of a session from now on.
+    /// Live events of a session from now on: the receiver, and the last
+    /// sequence number handed out when it was created. Events published
+    /// before that can still arrive (they are broadcast once committed); a
+    /// subscriber that wants only new ones skips those up to the number.
+    pub fn subscribe_now(&self, session_id: Uuid) -> (broadcast::Receiver<Arc<Event>>, i64) {
+        // Subscribed first: anything published after the number is read is received.
+        let rx = self.subscribe(session_id);
+        (rx, self.seq.load(Ordering::SeqCst))
+    }
+
+    /// Live events of a session, as they are committed.
     pub fn subscribe(&self, session_id: Uuid) -> broadcast::Receiver<Arc<Event>> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0).subscribe()

@@ -104,8 +104,8 @@ fn frame(event: &Event) -> SseEvent {
 }
 
 /// The SSE response for a session's events after sequence `after` (`None`:
-/// only events from now on, i.e. after `floor`, the bus's last sequence
-/// number read once `rx` was subscribed), ending as `until` says.
+/// only events from now on, i.e. after `floor`, as `Bus::subscribe_now`
+/// answers it with `rx`), ending as `until` says.
 pub fn events(
     store: Arc<dyn Store>,
     engine: engine::Engine,

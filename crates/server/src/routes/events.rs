@@ -145,7 +145,6 @@ pub async fn stream(
     auth.require(Scope::TasksRead)?;
     let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
     let after = last_event_id(&headers)?;
-    let rx = state.engine.bus().subscribe(session.id);
-    let from = (rx, state.engine.bus().last_seq());
+    let from = state.engine.bus().subscribe_now(session.id);
     Ok(sse::events(state.store.clone(), state.engine.clone(), session.id, from, after, Until::Forever).into_response())
 }

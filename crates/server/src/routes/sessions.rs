@@ -192,7 +192,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
         }
         return Err(e.into());
     }
-    let rx = stream.then(|| (state.engine.bus().subscribe(record.id), state.engine.bus().last_seq()));
+    let rx = stream.then(|| state.engine.bus().subscribe_now(record.id));
     state.engine.bus().publish(record.id, vec![EventBody::SessionCreated { session: Box::new(record.resource()) }]);
     let turn = match input {
         Some(messages) => Some(events::submit(&state, &auth, &record, messages).await?),
