@@ -61,11 +61,27 @@ impl Bus {
         Ok(Self { journal, seq: AtomicI64::new(last), channels })
     }
 
-    /// Queues `bodies` for the store, in order; each is broadcast once committed.
+    /// Queues `bodies` for the store, in order, for the journal's thread to
+    /// commit; each is broadcast once committed.
     pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+        let events = self.queue(session_id, bodies);
+        self.journal.commit_soon();
+        events
+    }
+
+    /// Queues `bodies` and commits them (with everything queued before) on
+    /// this thread, for a subscriber waiting on them (streamed text).
+    pub fn publish_now(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+        let events = self.queue(session_id, bodies);
+        self.journal.commit();
+        events
+    }
+
+    /// Queues `bodies` without committing: the caller flushes next.
+    pub fn queue(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         // Ids are taken and queued under one lock, so the journal (and every
         // subscriber after it) sees a session's events in increasing id order.
-        let _order = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+        let order = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         let mut events = Vec::with_capacity(bodies.len());
         for body in bodies {
             let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
@@ -73,6 +89,8 @@ impl Bus {
             self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
             events.push(event);
         }
+        // Committed once this lock is released (delivery takes it).
+        drop(order);
         events
     }
 

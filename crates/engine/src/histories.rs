@@ -7,7 +7,7 @@
 
 use protocol::item::Item;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use uuid::Uuid;
 
 /// Sessions whose history is kept at most; past that the map starts over.
@@ -16,7 +16,7 @@ const CAPACITY: usize = 1024;
 #[derive(Default)]
 struct Entry {
     generation: u64,
-    items: Option<Arc<Vec<Item>>>,
+    items: Option<Vec<Item>>,
 }
 
 /// The histories.
@@ -30,10 +30,12 @@ impl Histories {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The generation to pass to [`Self::put`], and the history if kept.
-    pub fn get(&self, session_id: Uuid) -> (u64, Option<Arc<Vec<Item>>>) {
-        let map = self.lock();
-        map.get(&session_id).map_or((0, None), |e| (e.generation, e.items.clone()))
+    /// The generation to pass to [`Self::put`], and the history if kept,
+    /// taken out (no copy): the turn that takes it puts back the longer one.
+    pub fn take(&self, session_id: Uuid) -> (u64, Option<Vec<Item>>) {
+        let mut map = self.lock();
+        let Some(entry) = map.get_mut(&session_id) else { return (0, None) };
+        (entry.generation, entry.items.take())
     }
 
     /// Keeps a session's history, unless it changed since `generation`.
@@ -44,7 +46,7 @@ impl Histories {
         }
         let entry = map.entry(session_id).or_default();
         if entry.generation == generation {
-            entry.items = Some(Arc::new(items));
+            entry.items = Some(items);
         }
     }
 
@@ -65,13 +67,17 @@ mod tests {
     fn a_turn_that_started_before_a_change_does_not_store_its_history() {
         let h = Histories::default();
         let id = Uuid::new_v4();
-        let (generation, none) = h.get(id);
+        let (generation, none) = h.take(id);
         assert!(none.is_none());
         h.invalidate(id);
         h.put(id, generation, Vec::new());
-        assert!(h.get(id).1.is_none(), "a stale history is not kept");
-        let (generation, _) = h.get(id);
+        assert!(h.take(id).1.is_none(), "a stale history is not kept");
+        let (generation, _) = h.take(id);
         h.put(id, generation, Vec::new());
-        assert!(h.get(id).1.is_some());
+        let (generation, kept) = h.take(id);
+        assert!(kept.is_some());
+        assert!(h.take(id).1.is_none(), "taken out until the turn puts it back");
+        h.put(id, generation, Vec::new());
+        assert!(h.take(id).1.is_some());
     }
 }

@@ -1,64 +1,138 @@
-//! The journal: the engine's writes go through one ordered queue that a
-//! writer task commits in batches, one transaction per batch. A running turn
-//! never waits on the disk; whoever must read what was written — a caller
-//! that needs its submission durable, a handler about to read a turn, an
-//! event replay — awaits [`Journal::flush`], which returns once everything
-//! queued before it is committed. After each batch the writer hands its
-//! writes to the delivery hook (the bus broadcasts the batch's events from
+//! The journal: the engine's writes go through one ordered queue and are
+//! committed in batches, one transaction per batch, through the store's
+//! [`BatchWriter`] (a database connection of its own). After each batch the
+//! delivery hook sees its writes (the bus broadcasts the batch's events from
 //! there), so nothing reaches a live subscriber before it is on disk.
+//!
+//! Who commits, so that no thread hop stands between an event and its
+//! subscribers and no async task ever waits on a lock:
+//! - [`Journal::commit`] commits everything queued at once, on the caller's
+//!   thread (streamed text), unless a commit is under way: that committer
+//!   takes the new writes too before it lets go.
+//! - [`Journal::commit_soon`] leaves it to a task of its own that runs once
+//!   the caller waits (a turn about to call its model goes on at once).
+//! - [`Journal::flush`] lets the tasks its caller started run first, then
+//!   commits, and returns once everything queued before it is committed.
+//! - A commit that would have to wait for a database lock goes to the
+//!   journal's own thread, which waits and retries. The thread also commits
+//!   whatever was left queued and checkpoints the write-ahead log.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use store::{Store, Write};
-use tokio::sync::{mpsc, oneshot};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+use store::{BatchWriter, Write};
+use tokio::sync::watch;
 
 /// Writes taken into one transaction at most.
 const BATCH: usize = 1024;
-
-enum Op {
-    Write(Box<Write>),
-    Flush(oneshot::Sender<Result<(), String>>),
-}
+/// How often the journal thread looks for writes nobody committed and
+/// checkpoints the write-ahead log.
+const TICK: Duration = Duration::from_millis(200);
+/// Writes after which the write-ahead log is checkpointed even while commits go on.
+const CHECKPOINT_AFTER: u64 = 20_000;
+/// Failed batches remembered for their flushers.
+const FAILURES: usize = 64;
 
 /// Called with each batch once it is committed (or failed for good).
 pub type Deliver = Box<dyn Fn(&[Write]) + Send + Sync>;
 
-/// The handle to the writer task.
+/// The handle to the journal.
 pub struct Journal {
-    tx: mpsc::UnboundedSender<Op>,
-    deliver: Arc<OnceLock<Deliver>>,
-    /// Writes queued so far, and writes committed so far: a flush with
-    /// nothing outstanding returns without a round trip to the writer.
-    queued: Arc<AtomicU64>,
-    committed: Arc<AtomicU64>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    /// Writes queued and not yet taken by a committer, oldest first.
+    pending: Mutex<VecDeque<Write>>,
+    /// The store connection; whoever holds it commits.
+    writer: Mutex<Box<dyn BatchWriter>>,
+    deliver: OnceLock<Deliver>,
+    /// Writes queued so far (a position to flush to).
+    queued: AtomicU64,
+    /// Writes committed (or failed for good) so far, in queue order.
+    committed: watch::Sender<u64>,
+    /// Positions (first, last) of recent batches that failed, with the error.
+    failures: Mutex<VecDeque<(u64, u64, String)>>,
+    /// Whether a task to commit is scheduled and not yet started.
+    scheduled: AtomicBool,
+    /// Set when a commit is handed to the journal thread; the thread waits on it.
+    handoff: Mutex<bool>,
+    wake: Condvar,
+}
+
+fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Journal {
-    /// Starts the writer task.
-    pub fn start(store: Arc<dyn Store>) -> Self {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let committed = Arc::new(AtomicU64::new(0));
-        let deliver = Arc::new(OnceLock::new());
-        tokio::spawn(writer(store, rx, Arc::clone(&committed), Arc::clone(&deliver)));
-        Self { tx, deliver, queued: Arc::new(AtomicU64::new(0)), committed }
+    /// Starts the journal and its thread (the thread ends once the journal is dropped).
+    pub fn start(batches: Box<dyn BatchWriter>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::default(),
+            writer: Mutex::new(batches),
+            deliver: OnceLock::new(),
+            queued: AtomicU64::new(0),
+            committed: watch::Sender::new(0),
+            failures: Mutex::default(),
+            scheduled: AtomicBool::new(false),
+            handoff: Mutex::new(false),
+            wake: Condvar::new(),
+        });
+        let weak = Arc::downgrade(&shared);
+        std::thread::Builder::new().name("rebyte-journal".into()).spawn(move || background(weak))?;
+        Ok(Self { shared })
     }
 
     /// Sets what sees each batch after its commit (once; later calls are ignored).
     pub fn on_commit(&self, deliver: Deliver) {
-        let _ = self.deliver.set(deliver);
+        let _ = self.shared.deliver.set(deliver);
     }
 
-    /// Queues a write.
+    /// Queues a write; the next [`Self::commit`] or [`Self::flush`] commits it
+    /// (the journal thread does, at the latest, within a tick).
     pub fn write(&self, write: Write) {
-        self.queued.fetch_add(1, Ordering::SeqCst);
-        if self.tx.send(Op::Write(Box::new(write))).is_err() {
-            tracing::error!("the journal writer has stopped; a write was lost");
-        }
+        // Counted under the queue's lock: positions follow the queue's order.
+        let mut pending = lock(&self.shared.pending);
+        pending.push_back(write);
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
     }
 
     /// How many writes were queued so far: a position to [`Self::flush_to`].
     pub fn position(&self) -> u64 {
-        self.queued.load(Ordering::SeqCst)
+        self.shared.queued.load(Ordering::SeqCst)
+    }
+
+    /// Commits what is queued now, on this thread, unless another committer
+    /// is at work (it takes these writes too) or the database is locked (the
+    /// journal thread takes over). Never waits for a lock. For what a reader
+    /// is waiting to see (streamed text).
+    pub fn commit(&self) {
+        self.shared.commit_now();
+    }
+
+    /// Commits what is queued as soon as the caller's task next waits: a
+    /// task of its own does (at most one is scheduled at a time), so the
+    /// caller goes on at once (a turn about to call its model). Outside a
+    /// Tokio runtime, the journal thread does.
+    pub fn commit_soon(&self) {
+        if self.shared.scheduled.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                let shared = Arc::clone(&self.shared);
+                runtime.spawn(async move {
+                    // Cleared first: a write queued from here on schedules again.
+                    shared.scheduled.store(false, Ordering::SeqCst);
+                    shared.commit_now();
+                });
+            }
+            Err(_) => {
+                self.shared.scheduled.store(false, Ordering::SeqCst);
+                self.shared.hand_off();
+            }
+        }
     }
 
     /// Waits until every write queued before this call is committed.
@@ -66,58 +140,139 @@ impl Journal {
         self.flush_to(self.position()).await
     }
 
-    /// Waits until the first `position` writes are committed.
+    /// Waits until the first `position` writes are committed; an error when
+    /// the batch holding the last of them failed.
     pub async fn flush_to(&self, position: u64) -> Result<(), String> {
-        if self.committed.load(Ordering::SeqCst) >= position {
-            return Ok(());
+        let shared = &self.shared;
+        if *shared.committed.borrow() < position {
+            // Tasks this caller started (a turn's worker) run first, then the
+            // commit happens here unless a committer already took it.
+            tokio::task::yield_now().await;
+            shared.commit_now();
+            let mut rx = shared.committed.subscribe();
+            rx.wait_for(|c| *c >= position).await.map_err(|_| "the journal has stopped".to_string())?;
         }
-        let (tx, rx) = oneshot::channel();
-        self.tx.send(Op::Flush(tx)).map_err(|_| "the journal writer has stopped".to_string())?;
-        rx.await.map_err(|_| "the journal writer has stopped".to_string())?
+        let failures = lock(&shared.failures);
+        match failures.iter().find(|(first, last, _)| (first + 1..=*last).contains(&position)) {
+            Some((_, _, e)) => Err(e.clone()),
+            None => Ok(()),
+        }
     }
 }
 
-async fn writer(
-    store: Arc<dyn Store>,
-    mut rx: mpsc::UnboundedReceiver<Op>,
-    committed: Arc<AtomicU64>,
-    deliver: Arc<OnceLock<Deliver>>,
-) {
-    let mut writes = Vec::with_capacity(BATCH);
-    let mut waiters = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(op) = next.take() {
-            match op {
-                Op::Write(w) => writes.push(*w),
-                Op::Flush(w) => waiters.push(w),
+impl Shared {
+    fn commit_now(&self) {
+        loop {
+            // Busy: the holder looks at the queue again after letting go.
+            let Ok(mut writer) = self.writer.try_lock() else { return };
+            let done = self.drain(writer.as_mut(), false);
+            drop(writer);
+            if !done {
+                self.hand_off();
+                return;
             }
-            if writes.len() < BATCH {
-                next = rx.try_recv().ok();
+            if lock(&self.pending).is_empty() {
+                return;
             }
         }
-        let mut outcome = Ok(());
-        // A failed batch is retried a few times (a locked database clears);
-        // after that the error is reported to every waiter and logged.
-        for attempt in 0..3 {
-            outcome = store.write_batch(&writes).await.map_err(|e| e.to_string());
-            if outcome.is_ok() {
-                break;
+    }
+
+    fn hand_off(&self) {
+        let mut handoff = lock(&self.handoff);
+        if !*handoff {
+            *handoff = true;
+            self.wake.notify_one();
+        }
+    }
+
+    /// Commits queued writes until none are left. With `patient` false a
+    /// batch that cannot be committed at once goes back to the queue's front
+    /// and false is returned; with it true, waits for locks and retries a few
+    /// times before giving the batch up (reported to its flushers and logged).
+    fn drain(&self, writer: &mut dyn BatchWriter, patient: bool) -> bool {
+        loop {
+            let batch: Vec<Write> = {
+                let mut pending = lock(&self.pending);
+                let n = pending.len().min(BATCH);
+                pending.drain(..n).collect()
+            };
+            if batch.is_empty() {
+                return true;
             }
-            tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+            let mut outcome = writer.write_batch(&batch, patient).map_err(|e| e.to_string());
+            if outcome.is_err() && !patient {
+                let mut pending = lock(&self.pending);
+                for write in batch.into_iter().rev() {
+                    pending.push_front(write);
+                }
+                return false;
+            }
+            // A locked database clears; a few retries, then the error is final.
+            for attempt in 0..3 {
+                if outcome.is_ok() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20 << attempt));
+                outcome = writer.write_batch(&batch, true).map_err(|e| e.to_string());
+            }
+            self.finish(&batch, outcome);
         }
-        if let Err(e) = &outcome {
-            // Delivered all the same: live subscribers keep seeing the session, and the
-            // failure is in the log (the store cannot be written at all).
-            tracing::error!(error = %e, writes = writes.len(), "journal batch failed");
+    }
+
+    /// Counts a batch as done and delivers it. A failed batch is delivered all
+    /// the same: live subscribers keep seeing the session, and the failure is
+    /// in the log and in its flushers' answers (the store cannot be written).
+    fn finish(&self, batch: &[Write], outcome: Result<(), String>) {
+        let first = *self.committed.borrow();
+        let last = first + batch.len() as u64;
+        if let Err(e) = outcome {
+            tracing::error!(error = %e, writes = batch.len(), "journal batch failed");
+            let mut failures = lock(&self.failures);
+            if failures.len() == FAILURES {
+                failures.pop_front();
+            }
+            failures.push_back((first, last, e));
         }
-        committed.fetch_add(writes.len() as u64, Ordering::SeqCst);
-        if let Some(deliver) = deliver.get() {
-            deliver(&writes);
+        if let Some(deliver) = self.deliver.get() {
+            deliver(batch);
         }
-        writes.clear();
-        for w in waiters.drain(..) {
-            let _ = w.send(outcome.clone());
+        self.committed.send_replace(last);
+    }
+}
+
+/// The journal thread: takes over commits that would wait for a lock, commits
+/// what was left queued, and checkpoints the write-ahead log (its connection
+/// does not do so while committing): once commits pause for a tick, or after
+/// many writes.
+fn background(shared: std::sync::Weak<Shared>) {
+    let (mut checkpointed, mut last_tick) = (0, 0);
+    loop {
+        let Some(shared) = shared.upgrade() else { return };
+        {
+            let handoff = lock(&shared.handoff);
+            let (mut handoff, _) =
+                shared.wake.wait_timeout_while(handoff, TICK, |h| !*h).unwrap_or_else(|e| e.into_inner());
+            *handoff = false;
+        }
+        let mut writer = lock(&shared.writer);
+        shared.drain(writer.as_mut(), true);
+        let committed = *shared.committed.borrow();
+        if committed != checkpointed && (committed == last_tick || committed - checkpointed >= CHECKPOINT_AFTER) {
+            checkpointed = committed;
+            if let Err(e) = writer.checkpoint() {
+                tracing::warn!(error = %e, "write-ahead log checkpoint failed");
+            }
+            shared.drain(writer.as_mut(), true);
+        }
+        last_tick = committed;
+        drop(writer);
+        // Writes queued while this thread held the connection are its to commit.
+        if !lock(&shared.pending).is_empty() {
+            *lock(&shared.handoff) = true;
         }
     }
 }
+
+#[cfg(test)]
+#[path = "journal_tests.rs"]
+mod tests;

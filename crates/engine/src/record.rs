@@ -95,19 +95,40 @@ impl Recorder {
         Ok(())
     }
 
+    /// Publishes streamed output (text, command output) and commits it at
+    /// once on this task: a subscriber is waiting for it.
+    pub fn emit_now(&self, bodies: Vec<EventBody>) {
+        self.bus.publish_now(self.session.id, bodies);
+    }
+
     /// Stores a new output item and announces it; returns its output index.
     pub async fn add_item(&mut self, item: Item) -> Result<i64> {
+        let (index, added) = self.added(item);
+        self.emit(vec![added]).await?;
+        Ok(index)
+    }
+
+    /// Stores a new output item and announces it together with the first
+    /// output `follow` makes of its index, committed at once (see [`Self::emit_now`]).
+    pub fn add_item_now(&mut self, item: Item, follow: impl FnOnce(i64) -> EventBody) -> i64 {
+        let (index, added) = self.added(item);
+        self.emit_now(vec![added, follow(index)]);
+        index
+    }
+
+    fn added(&mut self, item: Item) -> (i64, EventBody) {
         let index = self.next_output_index;
         self.next_output_index += 1;
         self.put_item(&item);
-        self.emit(vec![EventBody::ItemAdded {
-            session_id: self.sid(),
-            turn_id: self.turn.id.clone(),
-            output_index: Some(index),
-            item,
-        }])
-        .await?;
-        Ok(index)
+        (
+            index,
+            EventBody::ItemAdded {
+                session_id: self.sid(),
+                turn_id: self.turn.id.clone(),
+                output_index: Some(index),
+                item,
+            },
+        )
     }
 
     /// Stores an item's final form and announces it done, with extra events first.

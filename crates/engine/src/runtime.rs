@@ -74,7 +74,7 @@ impl Engine {
         models: Registry,
         hosted: Option<Arc<dyn HostedToolsFactory>>,
     ) -> Result<Self> {
-        let journal = Arc::new(Journal::start(Arc::clone(&store)));
+        let journal = Arc::new(Journal::start(store.batch_writer()?).map_err(|e| store::Error::Writer(e.to_string()))?);
         let bus = Arc::new(Bus::new(&store, Arc::clone(&journal)).await?);
         let inner =
             Inner { store, models, journal, bus, hosted, slots: Mutex::default(), histories: Histories::default() };
@@ -228,7 +228,8 @@ impl Engine {
                 item,
             });
         }
-        self.inner.bus.publish(session.id, events);
+        // Committed by the flush below, once the worker is on its way.
+        self.inner.bus.queue(session.id, events);
         let turn_id = Uuid::parse_str(&turn.id).map_err(|e| Error::Invalid(e.to_string()))?;
         // The worker starts from the turn and input in memory while the
         // journal commits them: the model is asked at once, and the caller
@@ -429,9 +430,9 @@ impl Engine {
         // committing (the submission waits for those).
         self.inner.journal.flush_to(before).await.map_err(Error::Invalid)?;
         let store = &self.inner.store;
-        let (generation, kept) = self.inner.histories.get(session_id);
+        let (generation, kept) = self.inner.histories.take(session_id);
         let (session, mut history) = match kept {
-            Some(items) => (store.get_session(org_id, session_id).await?, items.as_ref().clone()),
+            Some(items) => (store.get_session(org_id, session_id).await?, items),
             None => {
                 let (session, history) =
                     tokio::join!(store.get_session(org_id, session_id), store.history(org_id, session_id));

@@ -190,15 +190,13 @@ impl SandboxTools {
                 Ok(Some(ExecEvent::Stdout(b) | ExecEvent::Stderr(b))) => {
                     output.extend_from_slice(&b);
                     let delta = String::from_utf8_lossy(&b).into_owned();
-                    let _ = rec
-                        .emit(vec![EventBody::CommandOutputDelta {
-                            session_id: sid.clone(),
-                            turn_id: tid.clone(),
-                            item_id: item_id.clone(),
-                            output_index: index,
-                            delta,
-                        }])
-                        .await;
+                    rec.emit_now(vec![EventBody::CommandOutputDelta {
+                        session_id: sid.clone(),
+                        turn_id: tid.clone(),
+                        item_id: item_id.clone(),
+                        output_index: index,
+                        delta,
+                    }]);
                 }
                 Ok(Some(ExecEvent::Exit(status))) => break Some(status),
                 Ok(None) => break None,

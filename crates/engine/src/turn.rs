@@ -113,24 +113,24 @@ impl TurnRun {
             };
             match ev {
                 Some(Ok(ModelEvent::TextDelta(delta))) => {
-                    if message.is_none() {
-                        let id = new_item_id();
-                        let item = self.message_item(&id, String::new(), ItemStatus::InProgress, None);
-                        let index = self.rec.add_item(item).await?;
-                        message = Some((id, index));
-                    }
-                    if let Some((item_id, index)) = &message {
-                        text.push_str(&delta);
-                        self.rec
-                            .emit(vec![EventBody::OutputTextDelta {
-                                session_id: sid.clone(),
-                                turn_id: tid.clone(),
-                                item_id: item_id.clone(),
-                                output_index: *index,
-                                content_index: 0,
-                                delta,
-                            }])
-                            .await?;
+                    text.push_str(&delta);
+                    let event = |item_id: &str, index| EventBody::OutputTextDelta {
+                        session_id: sid.clone(),
+                        turn_id: tid.clone(),
+                        item_id: item_id.to_string(),
+                        output_index: index,
+                        content_index: 0,
+                        delta,
+                    };
+                    match &message {
+                        Some((item_id, index)) => self.rec.emit_now(vec![event(item_id, *index)]),
+                        // The message starts with its first text, announced together.
+                        None => {
+                            let id = new_item_id();
+                            let item = self.message_item(&id, String::new(), ItemStatus::InProgress, None);
+                            let index = self.rec.add_item_now(item, |index| event(&id, index));
+                            message = Some((id, index));
+                        }
                     }
                 }
                 Some(Ok(ModelEvent::ToolCallDelta(delta))) => {

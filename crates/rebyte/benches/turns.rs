@@ -2,10 +2,13 @@
 //! scripted model server, each compared with the raw upstream in the same run:
 //!
 //! - engine overhead per model step: (turn wall time − Σ the model's own
-//!   answer times) / steps, over a 1,000-step turn; the model's times are
-//!   measured by replaying the very requests the engine sent, directly;
+//!   answer times) / steps, over a 1,000-step turn; the model's time in each
+//!   request is what the scripted upstream measured (request arrival to its
+//!   reply's last frame), so both HTTP hops count as overhead;
 //! - time to first text delta: through the server's event stream vs a
-//!   direct streaming request to the upstream;
+//!   direct streaming request to the upstream, end to end and net of the
+//!   script's own delay before the first text (`BENCH_ONLY=first_delta`
+//!   measures only this, `BENCH_RUNS` times, `BENCH_TRACE=1` prints each run);
 //! - 1,000 concurrent subscribers: all receive every event; server RSS.
 //!
 //! Run: `cargo bench -p rebyte --bench turns`.
@@ -74,34 +77,22 @@ async fn until_turn_ends(events: &mut (impl futures::Stream<Item = Value> + Unpi
     panic!("stream ended");
 }
 
-/// Sends a recorded request body straight to the upstream and reads the whole answer.
-async fn direct(http: &reqwest::Client, model: &ModelServer, body: &Value) -> Duration {
-    let start = Instant::now();
-    let resp = http.post(format!("{}/chat/completions", model.base_url())).json(body).send().await.unwrap();
-    let _ = resp.bytes().await.unwrap();
-    start.elapsed()
-}
-
+/// One turn of `steps` model steps: its wall time, and the scripted
+/// upstream's own time in its requests (from each request's arrival to its
+/// reply's last frame, as the upstream saw them).
 async fn engine_overhead(client: &Client, model: &ModelServer, steps: usize) -> (Duration, Duration) {
     model.push_all((0..steps - 1).map(|_| Step::tool_calls([ScriptedToolCall::new("noop", json!({}))])));
     model.push(Step::text("done"));
     let sid = client.session(json!({"model": "bench-model", "max_steps": steps})).await;
     let mut events = Box::pin(client.subscribe(&sid).await);
-    let before = model.request_count();
+    let before = model.reply_spans().len();
     let start = Instant::now();
     client.send(&sid, "loop").await;
     until_turn_ends(&mut events).await;
     let turn = start.elapsed();
-    let bodies: Vec<Value> = model.requests().into_iter().skip(before).map(|r| r.body).collect();
-    assert_eq!(bodies.len(), steps);
-    // A fresh upstream in the same state the turn met, answering the same requests.
-    let replay = ModelServer::start().await.unwrap();
-    replay.push_all((0..steps - 1).map(|_| Step::tool_calls([ScriptedToolCall::new("noop", json!({}))])));
-    replay.push(Step::text("done"));
-    let mut upstream = Duration::ZERO;
-    for body in &bodies {
-        upstream += direct(&client.http, &replay, body).await;
-    }
+    let spans = model.reply_spans();
+    assert_eq!(spans.len() - before, steps);
+    let upstream = spans[before..].iter().map(|(arrived, last)| last.unwrap() - *arrived).sum();
     (turn, upstream)
 }
 
@@ -110,52 +101,96 @@ fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
     v[((v.len() as f64 - 1.0) * p).round() as usize]
 }
 
-async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> (Duration, Duration) {
+/// Time to first text delta, through the server and straight from the
+/// upstream, p50 of each: end to end, and net of the script's own time
+/// (from the upstream's request arrival to its handing over the first text
+/// frame: its chunk delay, on a 1 ms timer, jitters both ends alike).
+struct FirstDelta {
+    through: Duration,
+    raw: Duration,
+    through_net: Duration,
+    raw_net: Duration,
+}
+
+/// The first text frame's send time and the request's arrival, from the script's record.
+fn upstream_times(model: &ModelServer) -> (Instant, Instant) {
+    let asked = model.requests().last().unwrap().at;
+    // Frame 0 is the role-only chunk; frame 1 carries the first text.
+    (asked, model.last_frame_times()[1])
+}
+
+fn text_step() -> Step {
+    Step::text("hello world, this is a streamed answer").chunks(8).chunk_delay(Duration::from_millis(2))
+}
+
+async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> FirstDelta {
     let sid = client.session(json!({"model": "bench-model"})).await;
-    let mut through = Vec::new();
-    let mut raw = Vec::new();
+    let (mut through, mut raw, mut through_net, mut raw_net) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let trace = std::env::var("BENCH_TRACE").is_ok();
     let mut events = Box::pin(client.subscribe(&sid).await);
     for _ in 0..runs {
-        model
-            .push(Step::text("hello world, this is a streamed answer").chunks(8).chunk_delay(Duration::from_millis(2)));
+        model.push(text_step());
         let start = Instant::now();
         client.send(&sid, "hi").await;
         let posted = start.elapsed();
         let mut marks = Vec::new();
+        let mut seen_at = start;
         while let Some(e) = events.next().await {
-            marks.push(format!(
-                "{}@{:.2}",
-                e["type"].as_str().unwrap_or("").trim_start_matches("agent.session."),
-                start.elapsed().as_secs_f64() * 1e3
-            ));
-            if e["type"] == "agent.session.turn.output_text.delta" {
-                through.push(start.elapsed());
+            let kind = e["type"].as_str().unwrap_or("").trim_start_matches("agent.session.").to_string();
+            marks.push(format!("{kind}@{:.2}", ms(start.elapsed())));
+            if kind == "turn.output_text.delta" {
+                seen_at = Instant::now();
                 break;
             }
         }
-        if std::env::var("BENCH_TRACE").is_ok() {
-            eprintln!("post {:.2} ms; {}", posted.as_secs_f64() * 1e3, marks.join(" "));
-        }
         until_turn_ends(&mut events).await;
+        let (asked, text_sent) = upstream_times(model);
+        through.push(seen_at - start);
+        through_net.push((asked - start) + (seen_at - text_sent));
+        if trace {
+            eprintln!(
+                "post {:.2} ms; model asked @{:.2}; text out→seen {:.3}; {}",
+                ms(posted),
+                ms(asked - start),
+                ms(seen_at - text_sent),
+                marks.join(" ")
+            );
+        }
         // The same request, straight to the upstream.
-        model
-            .push(Step::text("hello world, this is a streamed answer").chunks(8).chunk_delay(Duration::from_millis(2)));
+        model.push(text_step());
         let body = model.last_request().unwrap();
         let start = Instant::now();
         let resp = client.http.post(format!("{}/chat/completions", model.base_url())).json(&body).send().await.unwrap();
         let mut stream = resp.bytes_stream();
         let mut seen = String::new();
+        let mut seen_at = start;
         while let Some(chunk) = stream.next().await {
             seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
-            // The first piece of the answer text (a role-only chunk may come first).
+            // The first piece of the answer text (a role-only chunk comes first).
             if seen.contains("\"content\":\"h") {
-                raw.push(start.elapsed());
+                seen_at = Instant::now();
                 break;
             }
         }
         while stream.next().await.is_some() {}
+        let (asked, text_sent) = upstream_times(model);
+        raw.push(seen_at - start);
+        raw_net.push((asked - start) + (seen_at - text_sent));
+        if trace {
+            eprintln!(
+                "direct: model asked @{:.2}; text @{:.2}; text out→seen {:.3}",
+                ms(asked - start),
+                ms(seen_at - start),
+                ms(seen_at - text_sent)
+            );
+        }
     }
-    (percentile(through, 0.5), percentile(raw, 0.5))
+    FirstDelta {
+        through: percentile(through, 0.5),
+        raw: percentile(raw, 0.5),
+        through_net: percentile(through_net, 0.5),
+        raw_net: percentile(raw_net, 0.5),
+    }
 }
 
 async fn subscribers(client: &Client, model: &ModelServer, server: &Server, count: usize) -> (usize, usize, u64, u64) {
@@ -194,6 +229,10 @@ async fn subscribers(client: &Client, model: &ModelServer, server: &Server, coun
     (complete, expected, rss_idle, rss_kib(server.child.id(), "VmHWM:"))
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 #[tokio::main]
 async fn main() {
     let model = ModelServer::start().await.unwrap();
@@ -201,25 +240,46 @@ async fn main() {
     let http = reqwest::Client::builder().pool_max_idle_per_host(2000).build().unwrap();
     let client = Client { http, url: server.url.clone() };
 
+    // BENCH_ONLY=first_delta measures just that (with BENCH_TRACE, each run's events).
+    if std::env::var("BENCH_ONLY").is_ok_and(|m| m == "first_delta") {
+        let runs = std::env::var("BENCH_RUNS").ok().and_then(|r| r.parse().ok()).unwrap_or(50);
+        let fd = first_delta(&client, &model, runs).await;
+        println!(
+            "first text delta p50: {:.2} ms, upstream {:.2} ms, added {:.2} ms; net of the script's delay: {:.3} / {:.3} ms, added {:.3} ms",
+            ms(fd.through),
+            ms(fd.raw),
+            ms(fd.through) - ms(fd.raw),
+            ms(fd.through_net),
+            ms(fd.raw_net),
+            ms(fd.through_net) - ms(fd.raw_net)
+        );
+        return;
+    }
     let steps = 1000;
     let (turn, upstream) = engine_overhead(&client, &model, steps).await;
     let per_step = turn.saturating_sub(upstream) / steps as u32;
-    let (ttfd, ttfd_raw) = first_delta(&client, &model, 50).await;
+    let fd = first_delta(&client, &model, 50).await;
     let (complete, events, rss_idle, rss_peak) = subscribers(&client, &model, &server, 1000).await;
 
     println!("| measure | rebyte | raw upstream | added | target |");
     println!("| --- | --- | --- | --- | --- |");
     println!(
-        "| {steps}-step turn, wall time | {:.1} ms | {:.1} ms | {:.3} ms/step | ≤ 1 ms/step |",
+        "| {steps}-step turn, wall time (raw: the upstream's own time) | {:.1} ms | {:.1} ms | {:.3} ms/step | ≤ 1 ms/step |",
         turn.as_secs_f64() * 1e3,
         upstream.as_secs_f64() * 1e3,
         per_step.as_secs_f64() * 1e3
     );
     println!(
         "| time to first text delta (p50 of 50) | {:.2} ms | {:.2} ms | {:.2} ms | ≤ 1 ms |",
-        ttfd.as_secs_f64() * 1e3,
-        ttfd_raw.as_secs_f64() * 1e3,
-        (ttfd.as_secs_f64() - ttfd_raw.as_secs_f64()) * 1e3
+        ms(fd.through),
+        ms(fd.raw),
+        ms(fd.through) - ms(fd.raw)
+    );
+    println!(
+        "| the same, net of the script's own delay (p50 of 50) | {:.3} ms | {:.3} ms | {:.3} ms | ≤ 1 ms |",
+        ms(fd.through_net),
+        ms(fd.raw_net),
+        ms(fd.through_net) - ms(fd.raw_net)
     );
     println!("| 1,000 subscribers: got every event ({events} each) | {complete}/1000 | | | 1000/1000 |");
     println!(

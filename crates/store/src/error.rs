@@ -6,6 +6,8 @@
 pub enum Error {
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    #[error("database error (journal writer): {0}")]
+    Writer(String),
     #[error("migration failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
     #[error("stored document is corrupt: {0}")]
@@ -14,6 +16,8 @@ pub enum Error {
     UnknownCursor(String),
     #[error("{0}")]
     Conflict(String),
+    #[error("{0}")]
+    Config(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -52,6 +52,17 @@ pub struct ApiKeyRecord {
     pub revoked_at: Option<i64>,
 }
 
+/// Commits the engine journal's batches through a connection of its own
+/// (blocking calls; one caller at a time).
+pub trait BatchWriter: Send {
+    /// Applies writes in order, in one transaction, and returns once they are
+    /// committed. Without `wait`, fails at once instead of waiting for a lock
+    /// another connection holds (the caller is an async task).
+    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()>;
+    /// Housekeeping between batches (SQLite: checkpoints the write-ahead log).
+    fn checkpoint(&mut self) -> Result<()>;
+}
+
 /// One write of the engine's journal; a batch of them commits in one
 /// transaction, in order.
 #[derive(Debug, Clone)]
@@ -175,8 +186,9 @@ pub trait Store: Send + Sync + 'static {
     async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>>;
     async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool>;
 
-    /// Applies writes in order, in one transaction.
-    async fn write_batch(&self, writes: &[Write]) -> Result<()>;
+    /// A writer of the journal's batches, with a connection of its own, for
+    /// one blocking thread to own.
+    fn batch_writer(&self) -> Result<Box<dyn BatchWriter>>;
     /// The largest event sequence number stored (0 when none).
     async fn max_event_seq(&self) -> Result<i64>;
 

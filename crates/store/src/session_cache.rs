@@ -6,7 +6,7 @@
 //! It is per process: a second process writing the same file would not be
 //! seen (the server is the only writer of sessions).
 
-use protocol::session::SessionRecord;
+use protocol::session::{SessionRecord, SessionState};
 use std::collections::HashMap;
 use std::sync::Mutex;
 use uuid::Uuid;
@@ -57,6 +57,21 @@ impl SessionCache {
             inner.entries.clear();
         }
         inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
+    }
+
+    /// Applies the engine's committed state writes to cached records (as the
+    /// store applied them to the stored documents), so the next read of a
+    /// session that just ran a turn needs no trip to SQLite.
+    pub fn set_states<'a>(&self, states: impl IntoIterator<Item = (&'a str, Uuid, &'a SessionState)>) {
+        let mut inner = self.lock();
+        for (org_id, id, state) in states {
+            if let Some((org, record)) = inner.entries.get_mut(&id)
+                && org == org_id
+            {
+                record.set_state(state.clone());
+            }
+        }
+        inner.generation += 1;
     }
 
     /// Forgets sessions after a write to them committed.
@@ -110,5 +125,25 @@ mod tests {
         assert!(cache.get("other-org", id).is_err(), "another organization never sees it");
         cache.invalidate([id]);
         assert!(cache.get("org", id).is_err());
+    }
+
+    #[test]
+    fn committed_state_writes_update_the_cached_record() {
+        let cache = SessionCache::default();
+        let id = Uuid::new_v4();
+        let generation = cache.get("org", id).unwrap_err();
+        cache.fill("org", &record(id, SessionStatus::Idle), generation);
+        let mut state = record(id, SessionStatus::InProgress).state();
+        state.last_active_at = 42;
+        // Another organization's write names the same id: not applied.
+        cache.set_states([("other-org", id, &record(id, SessionStatus::Failed).state())]);
+        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::Idle);
+        let generation = cache.get("org", Uuid::new_v4()).unwrap_err();
+        cache.set_states([("org", id, &state)]);
+        let cached = cache.get("org", id).unwrap();
+        assert_eq!((cached.status, cached.last_active_at), (SessionStatus::InProgress, 42));
+        // A read that raced the write still does not fill.
+        cache.fill("org", &record(id, SessionStatus::Idle), generation);
+        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::InProgress);
     }
 }

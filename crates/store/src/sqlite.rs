@@ -14,7 +14,7 @@ use protocol::session::SessionRecord;
 use protocol::turn::Turn;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 use uuid::Uuid;
@@ -26,6 +26,8 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite")
 pub struct SqliteStore {
     pub(crate) pool: SqlitePool,
     pub(crate) sessions: std::sync::Arc<crate::session_cache::SessionCache>,
+    /// The database file, for the journal writer's own connection.
+    path: PathBuf,
 }
 
 impl SqliteStore {
@@ -44,8 +46,13 @@ impl SqliteStore {
         Self::connect(options).await
     }
 
-    /// Opens a database from a `sqlite://…` URL.
+    /// Opens a database from a `sqlite://…` URL (a file: an in-memory
+    /// database would lose everything at each restart, and the journal writes
+    /// through a connection of its own).
     pub async fn open_url(url: &str) -> Result<Self> {
+        if url.contains(":memory:") || url.contains("mode=memory") {
+            return Err(Error::Config(format!("{url}: an in-memory database is not supported; name a file")));
+        }
         let options = SqliteConnectOptions::from_str(url)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
@@ -56,9 +63,10 @@ impl SqliteStore {
     }
 
     async fn connect(options: SqliteConnectOptions) -> Result<Self> {
+        let path = options.get_filename().to_path_buf();
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
         MIGRATOR.run(&pool).await?;
-        Ok(Self { pool, sessions: Default::default() })
+        Ok(Self { pool, sessions: Default::default(), path })
     }
 }
 
@@ -466,8 +474,8 @@ impl Store for SqliteStore {
         self.delete_artifact_impl(org_id, session_id, id).await
     }
 
-    async fn write_batch(&self, writes: &[crate::Write]) -> Result<()> {
-        self.write_batch_impl(writes).await
+    fn batch_writer(&self) -> Result<Box<dyn crate::BatchWriter>> {
+        Ok(Box::new(crate::sqlite_batch::SqliteWriter::open(&self.path, std::sync::Arc::clone(&self.sessions))?))
     }
 
     async fn max_event_seq(&self) -> Result<i64> {

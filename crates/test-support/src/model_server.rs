@@ -48,7 +48,13 @@ pub struct RecordedRequest {
     pub headers: BTreeMap<String, String>,
     /// The JSON body (a string if it was not JSON).
     pub body: Value,
+    /// When the whole request had arrived (not serialized).
+    #[serde(skip, default = "std::time::Instant::now")]
+    pub at: std::time::Instant,
 }
+
+/// When frames of a streamed reply were handed to the connection, in order.
+pub(crate) type FrameTimes = Arc<Mutex<Vec<std::time::Instant>>>;
 
 /// State shared by the handlers and the [`ModelServer`] handle.
 struct Shared {
@@ -65,6 +71,9 @@ struct Shared {
 struct Script {
     steps: VecDeque<Step>,
     requests: Vec<RecordedRequest>,
+    /// Each streamed reply: when its request arrived, and when each of its
+    /// frames was handed to the connection.
+    replies: Vec<(std::time::Instant, FrameTimes)>,
     /// Requests since start or the last reset (the log can be cleared apart).
     served: usize,
 }
@@ -152,6 +161,24 @@ impl ModelServer {
         self.shared.script().requests.clone()
     }
 
+    /// When each frame of the last streamed reply was handed to the
+    /// connection (benches subtract the script's own delays with it).
+    pub fn last_frame_times(&self) -> Vec<std::time::Instant> {
+        self.reply_spans_with(|frames| frames.to_vec()).pop().unwrap_or_default()
+    }
+
+    /// Each streamed reply so far, oldest first: when its request arrived
+    /// and when its last frame was handed over (the script's own time).
+    pub fn reply_spans(&self) -> Vec<(std::time::Instant, Option<std::time::Instant>)> {
+        let arrivals: Vec<_> = self.shared.script().replies.iter().map(|(at, _)| *at).collect();
+        arrivals.into_iter().zip(self.reply_spans_with(|frames| frames.last().copied())).collect()
+    }
+
+    fn reply_spans_with<T>(&self, f: impl Fn(&[std::time::Instant]) -> T) -> Vec<T> {
+        let replies: Vec<FrameTimes> = self.shared.script().replies.iter().map(|(_, t)| Arc::clone(t)).collect();
+        replies.iter().map(|t| f(&t.lock().unwrap_or_else(PoisonError::into_inner))).collect()
+    }
+
     /// The body of the last model request.
     pub fn last_request(&self) -> Option<Value> {
         self.shared.script().requests.last().map(|r| r.body.clone())
@@ -199,6 +226,8 @@ async fn messages(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMa
 }
 
 async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, raw: Bytes) -> Response {
+    // The whole request is here: the script's own time starts.
+    let arrived = std::time::Instant::now();
     let body: Value =
         serde_json::from_slice(&raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&raw).into_owned()));
     let recorded = RecordedRequest {
@@ -208,6 +237,7 @@ async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, r
             .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
             .collect(),
         body: body.clone(),
+        at: arrived,
     };
     let (request_no, step) = {
         let mut script = shared.script();
@@ -260,7 +290,10 @@ async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, r
         Wire::OpenAi => openai::stream(&reply, &ctx),
         Wire::Anthropic => anthropic::stream(&reply, &ctx),
     };
+    let sent_at = FrameTimes::default();
+    shared.script().replies.push((arrived, Arc::clone(&sent_at)));
     let delivery = Delivery {
+        sent_at,
         chunk_delay: Duration::from_millis(reply.chunk_delay_ms),
         cut_after: reply.cut_after,
         stall_after: reply.stall_after,

@@ -30,7 +30,9 @@ impl Drop for Server {
 /// its stderr when `capture_stderr` (else inherited).
 pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Server, Option<ChildStderr>) {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rebyte"))
+    // REBYTE_BENCH_BIN runs another build (say, the previous commit's) against the same bench.
+    let bin = std::env::var("REBYTE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rebyte").to_string());
+    let mut child = Command::new(bin)
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .env("REBYTE_BOOTSTRAP_KEY", KEY)

@@ -51,6 +51,8 @@ impl Drop for AbortGuard {
 
 /// What the script says about delivery.
 pub(crate) struct Delivery {
+    /// Where the time each frame is handed over is noted.
+    pub(crate) sent_at: super::FrameTimes,
     pub(crate) chunk_delay: Duration,
     pub(crate) cut_after: Option<usize>,
     pub(crate) stall_after: Option<usize>,
@@ -58,6 +60,7 @@ pub(crate) struct Delivery {
 }
 
 struct Playing {
+    sent_at: super::FrameTimes,
     frames: std::vec::IntoIter<String>,
     sent: usize,
     delay: Duration,
@@ -84,13 +87,22 @@ pub(crate) fn body(
         Some(n) => content.truncate(n),
         None => content.extend(end),
     }
-    let playing = Playing { frames: content.into_iter(), sent: 0, delay: delivery.chunk_delay, then, guard, shutdown };
+    let playing = Playing {
+        sent_at: Arc::clone(&delivery.sent_at),
+        frames: content.into_iter(),
+        sent: 0,
+        delay: delivery.chunk_delay,
+        then,
+        guard,
+        shutdown,
+    };
     let stream = futures::stream::unfold(playing, |mut p| async move {
         if let Some(frame) = p.frames.next() {
             if p.sent > 0 && !p.delay.is_zero() {
                 tokio::time::sleep(p.delay).await;
             }
             p.sent += 1;
+            p.sent_at.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(std::time::Instant::now());
             return Some((Ok(Bytes::from(frame)), p));
         }
         match p.then {
