@@ -119,6 +119,21 @@ fn upstream_times(model: &ModelServer) -> (Instant, Instant) {
     (asked, model.last_frame_times()[1])
 }
 
+/// Notes one run's time end to end and net of the script's delay; returns
+/// the request's arrival at the upstream and when its text frame went out.
+fn note(
+    model: &ModelServer,
+    start: Instant,
+    seen: Instant,
+    total: &mut Vec<Duration>,
+    net: &mut Vec<Duration>,
+) -> (Instant, Instant) {
+    let (asked, text_sent) = upstream_times(model);
+    total.push(seen - start);
+    net.push((asked - start) + (seen - text_sent));
+    (asked, text_sent)
+}
+
 fn text_step() -> Step {
     Step::text("hello world, this is a streamed answer").chunks(8).chunk_delay(Duration::from_millis(2))
 }
@@ -144,9 +159,7 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> First
             }
         }
         until_turn_ends(&mut events).await;
-        let (asked, text_sent) = upstream_times(model);
-        through.push(seen_at - start);
-        through_net.push((asked - start) + (seen_at - text_sent));
+        let (asked, text_sent) = note(model, start, seen_at, &mut through, &mut through_net);
         if trace {
             eprintln!(
                 "post {:.2} ms; model asked @{:.2}; text out→seen {:.3}; {}",
@@ -173,9 +186,7 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> First
             }
         }
         while stream.next().await.is_some() {}
-        let (asked, text_sent) = upstream_times(model);
-        raw.push(seen_at - start);
-        raw_net.push((asked - start) + (seen_at - text_sent));
+        let (asked, text_sent) = note(model, start, seen_at, &mut raw, &mut raw_net);
         if trace {
             eprintln!(
                 "direct: model asked @{:.2}; text @{:.2}; text out→seen {:.3}",
