@@ -29,6 +29,8 @@ const BATCH: usize = 1024;
 /// How often the journal thread looks for writes nobody committed and
 /// checkpoints the write-ahead log.
 const TICK: Duration = Duration::from_millis(200);
+/// Batches a task commits inline at most before the journal thread takes over.
+const INLINE_ROUNDS: usize = 4;
 /// Writes after which the write-ahead log is checkpointed even while commits go on.
 const CHECKPOINT_AFTER: u64 = 20_000;
 /// Failed batches remembered for their flushers.
@@ -162,19 +164,21 @@ impl Journal {
 
 impl Shared {
     fn commit_now(&self) {
-        loop {
+        for _ in 0..INLINE_ROUNDS {
             // Busy: the holder looks at the queue again after letting go.
             let Ok(mut writer) = self.writer.try_lock() else { return };
-            let done = self.drain(writer.as_mut(), false);
+            let done = self.drain(writer.as_mut(), false, INLINE_ROUNDS);
             drop(writer);
             if !done {
-                self.hand_off();
-                return;
+                break;
             }
             if lock(&self.pending).is_empty() {
                 return;
             }
         }
+        // The database is locked, or writes keep coming (a task committing for
+        // everyone would stall its own turn): the journal thread takes over.
+        self.hand_off();
     }
 
     fn hand_off(&self) {
@@ -185,12 +189,13 @@ impl Shared {
         }
     }
 
-    /// Commits queued writes until none are left. With `patient` false a
-    /// batch that cannot be committed at once goes back to the queue's front
-    /// and false is returned; with it true, waits for locks and retries a few
-    /// times before giving the batch up (reported to its flushers and logged).
-    fn drain(&self, writer: &mut dyn BatchWriter, patient: bool) -> bool {
-        loop {
+    /// Commits queued writes until none are left, in `rounds` batches at
+    /// most (false when some are left). With `patient` false a batch that
+    /// cannot be committed at once goes back to the queue's front and false
+    /// is returned; with it true, waits for locks and retries a few times
+    /// before giving the batch up (reported to its flushers and logged).
+    fn drain(&self, writer: &mut dyn BatchWriter, patient: bool, rounds: usize) -> bool {
+        for _ in 0..rounds {
             let batch: Vec<Write> = {
                 let mut pending = lock(&self.pending);
                 let n = pending.len().min(BATCH);
@@ -217,6 +222,7 @@ impl Shared {
             }
             self.finish(&batch, outcome);
         }
+        lock(&self.pending).is_empty()
     }
 
     /// Counts a batch as done and delivers it. A failed batch is delivered all
@@ -255,14 +261,14 @@ fn background(shared: std::sync::Weak<Shared>) {
             *handoff = false;
         }
         let mut writer = lock(&shared.writer);
-        shared.drain(writer.as_mut(), true);
+        shared.drain(writer.as_mut(), true, usize::MAX);
         let committed = *shared.committed.borrow();
         if committed != checkpointed && (committed == last_tick || committed - checkpointed >= CHECKPOINT_AFTER) {
             checkpointed = committed;
             if let Err(e) = writer.checkpoint() {
                 tracing::warn!(error = %e, "write-ahead log checkpoint failed");
             }
-            shared.drain(writer.as_mut(), true);
+            shared.drain(writer.as_mut(), true, usize::MAX);
         }
         last_tick = committed;
         drop(writer);

@@ -13,7 +13,8 @@ struct Fixture {
     path: std::path::PathBuf,
     store: Arc<dyn Store>,
     journal: Journal,
-    delivered: Arc<Mutex<Vec<i64>>>,
+    /// Each delivered event's sequence number and the thread that delivered it.
+    delivered: Arc<Mutex<Vec<(i64, std::thread::ThreadId)>>>,
     session: Uuid,
 }
 
@@ -27,7 +28,7 @@ async fn fixture() -> Fixture {
     journal.on_commit(Box::new(move |writes| {
         for w in writes {
             if let Write::Event { event, .. } = w {
-                sink.lock().unwrap().push(store::event_seq(&event.event_id).unwrap());
+                sink.lock().unwrap().push((store::event_seq(&event.event_id).unwrap(), std::thread::current().id()));
             }
         }
     }));
@@ -47,7 +48,7 @@ impl Fixture {
     }
 
     fn delivered(&self) -> Vec<i64> {
-        self.delivered.lock().unwrap().clone()
+        self.delivered.lock().unwrap().iter().map(|(seq, _)| *seq).collect()
     }
 }
 
@@ -124,4 +125,22 @@ async fn a_batch_that_cannot_be_stored_fails_its_flush_and_not_the_next() {
     f.journal.write(f.event(2));
     f.journal.flush().await.unwrap();
     assert_eq!(f.stored().await, vec![1, 2]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_commits_a_bounded_amount_inline_and_the_thread_takes_the_rest() {
+    let f = fixture().await;
+    let total = (INLINE_ROUNDS * INLINE_ROUNDS * BATCH + 500) as i64;
+    for seq in 1..=total {
+        f.journal.write(f.event(seq));
+    }
+    f.journal.commit();
+    f.journal.flush().await.unwrap();
+    assert_eq!(f.store.max_event_seq().await.unwrap(), total);
+    let delivered = f.delivered();
+    assert_eq!(delivered.len(), total as usize);
+    assert!(delivered.windows(2).all(|w| w[0] < w[1]), "delivered in order");
+    let me = std::thread::current().id();
+    let inline = f.delivered.lock().unwrap().iter().filter(|(_, by)| *by == me).count();
+    assert!(inline <= INLINE_ROUNDS * INLINE_ROUNDS * BATCH, "the caller committed {inline} writes itself");
 }

@@ -118,3 +118,16 @@ fn apply(conn: &Connection, write: &Write) -> Result<()> {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::SqliteStore;
+
+    #[tokio::test]
+    async fn an_in_memory_database_is_refused_with_the_reason() {
+        for url in ["sqlite::memory:", "sqlite://x.db?mode=memory"] {
+            let error = SqliteStore::open_url(url).await.err().map(|e| e.to_string()).unwrap_or_default();
+            assert!(error.contains("in-memory database is not supported"), "{url}: {error}");
+        }
+    }
+}
