@@ -188,6 +188,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     let state = start(&config).await?;
+    let engine = state.engine.clone();
     let app = router(state, config.body_limit);
     let addr = listener.local_addr()?;
     // On stdout, one line that scripts and tests read to find the port.
@@ -198,5 +199,9 @@ pub async fn serve(
         let _ = tcp.set_nodelay(true);
     });
     axum::serve(listener, app).with_graceful_shutdown(shutdown).await?;
+    // What the engine queued before the shutdown is committed before the process ends.
+    if let Err(e) = engine.flush().await {
+        tracing::error!(error = %e, "committing the engine's last writes at shutdown failed");
+    }
     Ok(())
 }
