@@ -61,8 +61,8 @@ impl Bus {
         Ok(Self { journal, seq: AtomicI64::new(last), channels })
     }
 
-    /// Queues `bodies` for the store, in order, for the journal's thread to
-    /// commit; each is broadcast once committed.
+    /// Queues `bodies` for the store, in order, committed once the caller's
+    /// task next waits ([`Journal::commit_soon`]); each is broadcast once committed.
     pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         let events = self.queue(session_id, bodies);
         self.journal.commit_soon();

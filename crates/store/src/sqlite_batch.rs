@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The writer: its connection and the session cache it invalidates.
+/// The writer: its connection, and the session cache its state writes update.
 pub(crate) struct SqliteWriter {
     conn: Connection,
     sessions: Arc<SessionCache>,

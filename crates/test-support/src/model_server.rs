@@ -164,19 +164,16 @@ impl ModelServer {
     /// When each frame of the last streamed reply was handed to the
     /// connection (benches subtract the script's own delays with it).
     pub fn last_frame_times(&self) -> Vec<std::time::Instant> {
-        self.reply_spans_with(|frames| frames.to_vec()).pop().unwrap_or_default()
+        let last = self.shared.script().replies.last().map(|(_, frames)| Arc::clone(frames));
+        last.map(|frames| frames.lock().unwrap_or_else(PoisonError::into_inner).clone()).unwrap_or_default()
     }
 
     /// Each streamed reply so far, oldest first: when its request arrived
     /// and when its last frame was handed over (the script's own time).
     pub fn reply_spans(&self) -> Vec<(std::time::Instant, Option<std::time::Instant>)> {
-        let arrivals: Vec<_> = self.shared.script().replies.iter().map(|(at, _)| *at).collect();
-        arrivals.into_iter().zip(self.reply_spans_with(|frames| frames.last().copied())).collect()
-    }
-
-    fn reply_spans_with<T>(&self, f: impl Fn(&[std::time::Instant]) -> T) -> Vec<T> {
-        let replies: Vec<FrameTimes> = self.shared.script().replies.iter().map(|(_, t)| Arc::clone(t)).collect();
-        replies.iter().map(|t| f(&t.lock().unwrap_or_else(PoisonError::into_inner))).collect()
+        let replies = self.shared.script().replies.clone();
+        let last = |frames: &FrameTimes| frames.lock().unwrap_or_else(PoisonError::into_inner).last().copied();
+        replies.iter().map(|(arrived, frames)| (*arrived, last(frames))).collect()
     }
 
     /// The body of the last model request.
