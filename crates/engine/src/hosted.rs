@@ -32,10 +32,9 @@ impl HostedToolsFactory for ServerTools {
         rec: &mut Recorder,
         cancel: &CancellationToken,
     ) -> Result<Vec<Arc<dyn HostedTools>>, TurnError> {
-        let session = rec.session.clone();
         let mut tools: Vec<Arc<dyn HostedTools>> = Vec::new();
         let mut sandbox_tools = None;
-        if let Some(env_id) = session.environment.id() {
+        if let Some(env_id) = rec.session.environment.id() {
             // Whether this turn finds the environment still to be initialized (its first use
             // then announces pending → ready), before warming starts that initialization.
             let pending = self.envs.running(env_id).is_none();
@@ -46,17 +45,18 @@ impl HostedToolsFactory for ServerTools {
                 envs: Arc::clone(&self.envs),
                 org_id: org_id.to_string(),
                 env_id: env_id.to_string(),
-                session_id: session.id.to_string(),
-                output_dir: output_dir(&session),
+                session_id: rec.session.id.to_string(),
+                output_dir: output_dir(&rec.session),
                 connected: Default::default(),
                 waited: Default::default(),
             });
             sandbox_tools = Some(Arc::clone(&sb));
             tools.push(sb);
         }
-        if let Some(setup) = &self.mcp {
-            let connector =
-                Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, &session);
+        let connector = self.mcp.as_ref().and_then(|setup| {
+            Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, &rec.session)
+        });
+        if let Some(connector) = connector {
             // Environment-origin servers wait for the environment: announce it as the tools do.
             let waits = sandbox_tools.as_ref().filter(|_| connector.uses_environment());
             if let Some(sb) = waits {

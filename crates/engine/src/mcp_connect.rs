@@ -146,27 +146,28 @@ pub struct Connector {
     pub launcher: SandboxLauncher,
 }
 
+/// The MCP tools of a session.
+fn mcp_params(session: &SessionRecord) -> impl Iterator<Item = &McpToolParam> {
+    session.agent.config.tools.iter().filter_map(|t| if let ToolParam::Mcp(m) = t { Some(m) } else { None })
+}
+
 impl Connector {
+    /// The connector of a session's MCP servers; `None` when it configures none.
     pub fn new(
         setup: McpSetup,
         envs: Arc<Environments>,
         store: Arc<dyn Store>,
         org_id: &str,
         session: &SessionRecord,
-    ) -> Self {
+    ) -> Option<Self> {
+        mcp_params(session).next()?;
         let launcher = SandboxLauncher::new(Arc::clone(&envs), org_id);
-        Connector { setup, envs, store, org_id: org_id.to_string(), session: session.clone(), launcher }
+        Some(Connector { setup, envs, store, org_id: org_id.to_string(), session: session.clone(), launcher })
     }
 
     /// The session's MCP tools.
     pub fn params(&self) -> Vec<&McpToolParam> {
-        self.session
-            .agent
-            .config
-            .tools
-            .iter()
-            .filter_map(|t| if let ToolParam::Mcp(m) = t { Some(m) } else { None })
-            .collect()
+        mcp_params(&self.session).collect()
     }
 
     fn env_id(&self) -> Option<&str> {

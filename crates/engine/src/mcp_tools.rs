@@ -40,13 +40,9 @@ pub struct McpTools {
 }
 
 impl McpTools {
-    /// Connects the session's servers. `Ok(None)`: the session configures no MCP server (or the
-    /// turn was cancelled while connecting). A required server that cannot initialize is the
-    /// turn's error.
+    /// Connects the session's servers. `Ok(None)`: the turn was cancelled while connecting. A
+    /// required server that cannot initialize is the turn's error.
     pub async fn connect(connector: Connector, cancel: &CancellationToken) -> Result<Option<McpTools>, TurnError> {
-        if connector.params().is_empty() {
-            return Ok(None);
-        }
         let connecting = async {
             let (planned, mut problems) = connector.plan().await;
             if let Err(message) = connector.touch(&planned).await {
