@@ -8,9 +8,10 @@
 const MAX_CAPTURE: usize = 256;
 
 /// Where the scanner is in the top-level object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 enum Expect {
     /// Before the opening `{`.
+    #[default]
     Open,
     /// A key (or the closing `}`).
     Key,
@@ -23,7 +24,7 @@ enum Expect {
 }
 
 /// The incremental scan of one call's arguments.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ServerScan {
     expect: Expect,
     /// Nesting below the top-level object (inside a nested value).
@@ -37,21 +38,6 @@ pub struct ServerScan {
     /// Set once the scan ended (answer or not); later fragments are ignored.
     done: bool,
     found: Option<String>,
-}
-
-impl Default for ServerScan {
-    fn default() -> Self {
-        ServerScan {
-            expect: Expect::Open,
-            depth: 0,
-            in_string: false,
-            escaped: false,
-            capture: None,
-            server_key: false,
-            done: false,
-            found: None,
-        }
-    }
 }
 
 impl ServerScan {

@@ -20,17 +20,18 @@ async fn create(spec: SandboxSpec) -> Arc<sandbox::local::LocalSandbox> {
     backend().create_local(spec).await.unwrap()
 }
 
-/// A writable system needs the server to run as root; elsewhere creating
-/// one must say so (and the test ends there).
-async fn unless_root_it_is_refused(dir: &Path) -> bool {
+/// A directory for a writable system, which needs the server to run as root;
+/// elsewhere creating one must say so, and `None` ends the test there.
+async fn writable_dir_if_root() -> Option<tempfile::TempDir> {
     use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
     if std::fs::metadata("/proc/self").unwrap().uid() == 0 {
-        return false;
+        return Some(dir);
     }
-    let spec = writable(dir, "sys-not-root", NetworkPolicy::Disabled);
+    let spec = writable(dir.path(), "sys-not-root", NetworkPolicy::Disabled);
     let Err(e) = backend().create_local(spec).await else { panic!("a writable system without root") };
     assert!(e.to_string().contains("needs the server to run as root"), "{e}");
-    true
+    None
 }
 
 async fn fails(sandbox: &dyn Sandbox, command: &str) -> bool {
@@ -39,10 +40,7 @@ async fn fails(sandbox: &dyn Sandbox, command: &str) -> bool {
 
 #[tokio::test]
 async fn a_writable_system_is_the_environments_own_and_survives_a_restart() {
-    let dir = tempfile::tempdir().unwrap();
-    if unless_root_it_is_refused(dir.path()).await {
-        return;
-    }
+    let Some(dir) = writable_dir_if_root().await else { return };
     let a = create(writable(dir.path(), "sys-a", NetworkPolicy::Disabled)).await;
     let marker = format!("rebyte-test-{}", std::process::id());
     sh(
@@ -76,10 +74,7 @@ async fn a_writable_system_is_the_environments_own_and_survives_a_restart() {
 
 #[tokio::test]
 async fn system_packages_without_network_fail_before_running_apt() {
-    let dir = tempfile::tempdir().unwrap();
-    if unless_root_it_is_refused(dir.path()).await {
-        return;
-    }
+    let Some(dir) = writable_dir_if_root().await else { return };
     let sb = create(writable(dir.path(), "sys-offline", NetworkPolicy::Disabled)).await;
     let spec = SetupSpec {
         packages: Packages { system: vec!["hello".into()], ..Default::default() },
@@ -97,10 +92,7 @@ async fn system_packages_without_network_fail_before_running_apt() {
 async fn system_packages_install_with_apt_into_one_environment_only() {
     let on_host = |p: &str| PathBuf::from(p).exists();
     assert!(!on_host("/usr/bin/hello"), "this test needs a host without the `hello` package");
-    let dir = tempfile::tempdir().unwrap();
-    if unless_root_it_is_refused(dir.path()).await {
-        return;
-    }
+    let Some(dir) = writable_dir_if_root().await else { return };
     let sb = create(writable(dir.path(), "sys-apt", NetworkPolicy::Enabled)).await;
     let spec = SetupSpec {
         packages: Packages { system: vec!["hello".into()], ..Default::default() },
@@ -131,10 +123,7 @@ async fn system_packages_install_with_apt_into_one_environment_only() {
 /// the restricted network's forwarding proxy must carry it.
 #[tokio::test]
 async fn system_packages_install_through_a_restricted_networks_proxy() {
-    let dir = tempfile::tempdir().unwrap();
-    if unless_root_it_is_refused(dir.path()).await {
-        return;
-    }
+    let Some(dir) = writable_dir_if_root().await else { return };
     let mut spec = writable(dir.path(), "sys-apt-proxy", NetworkPolicy::Restricted);
     spec.domains = sandbox::egress::DomainPolicy::new(&["deb.debian.org".into()], &[]).unwrap();
     let sb = create(spec).await;
