@@ -142,6 +142,7 @@ def run(client: OpenAI, created: dict[str, Any]) -> int:
         return "2026-11-30T12:00:00Z"
 
     failure = None
+    tools_used: list[str] = []
     with client.beta.agents.sessions.stream(
             main.id,
             input="Average the temperatures in input.csv and write report.md to your output directory.",
@@ -150,6 +151,8 @@ def run(client: OpenAI, created: dict[str, Any]) -> int:
             if event.type == "agent.session.turn.output_text.delta":
                 print(event.delta, end="", flush=True)
             elif event.type == "agent.session.turn.item.done":
+                if event.item.type in ("command_execution", "mcp_call", "function_call"):
+                    tools_used.append(event.item.type)
                 line = describe_item(event.item)
                 if line:
                     say(f"\n{line}")
@@ -172,9 +175,19 @@ def run(client: OpenAI, created: dict[str, Any]) -> int:
         say(f"turn failed: {failure.code}: {failure.message}")
         return 1
 
+    # What a turn that did not do what the walkthrough shows still printed: say so, and exit non-zero.
+    problems = []
+    if not tools_used:
+        problems.append(f"the turn called no tool: model {MODEL} answered without using the sandbox, the MCP "
+                        "server or the client function (does it support tool calling?)")
+
     # What the turn produced, collected from $REBYTE_OUTPUT_DIR.
-    for artifact in client.beta.agents.sessions.artifacts.list(main.id):
+    artifacts = client.beta.agents.sessions.artifacts.list(main.id).data
+    for artifact in artifacts:
         print(artifact)
+    if not artifacts:
+        problems.append("the turn produced no artifact: nothing was written to $REBYTE_OUTPUT_DIR "
+                        "(the model did not write report.md there)")
     helper_artifacts = client.beta.agents.sessions.artifacts.list(helper.id).data
     say(f"helper has {len(helper_artifacts)} artifact(s): each session publishes only its own outputs")
 
@@ -186,7 +199,9 @@ def run(client: OpenAI, created: dict[str, Any]) -> int:
         say(f"response {reply.id} {reply.status}: {error.message if error else reply.incomplete_details}")
         return 1
     print(reply.output_text)
-    return 0
+    for problem in problems:
+        say(f"not as the walkthrough shows: {problem}")
+    return 1 if problems else 0
 
 
 def cleanup(client: OpenAI, created: dict[str, Any]) -> None:

@@ -55,7 +55,9 @@ def scripted_model_bin() -> Path:
 class ScriptedModel:
     """One `scripted-model` process on a free port."""
 
-    def __init__(self) -> None:
+    def __init__(self, *args: str) -> None:
+        """`args` go to the binary after `--listen` (`--script FILE`, `--loop`)."""
+        self.args = list(args)
         self.url = ""
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -66,7 +68,7 @@ class ScriptedModel:
         if not binary.exists():
             raise RuntimeError(f"{binary} does not exist: run `cargo build --bins` first, or set SCRIPTED_MODEL_BIN")
         self.proc = subprocess.Popen(
-            [str(binary), "--listen", "127.0.0.1:0"],
+            [str(binary), "--listen", "127.0.0.1:0", *self.args],
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,

@@ -263,8 +263,35 @@ def test_no_bad_body_is_ever_answered_with_a_5xx(url, bootstrap_key, body):
 def test_unknown_routes_are_404_and_wrong_methods_405_in_the_error_shape(url, bootstrap_key):
     r = raw("GET", url + "/v1/nothing-here", bootstrap_key)
     assert r.status_code == 404 and r.json()["error"]["type"] == "not_found_error"
+    assert r.json()["error"]["message"] == "No route for GET /v1/nothing-here."
     r = raw("PUT", url + "/v1/agents", bootstrap_key, content=b"{}")
     assert r.status_code == 405 and set(r.json()["error"]) == {"type", "code", "message", "param"}
+    assert r.json()["error"]["message"] == "PUT is not allowed on /v1/agents."
+    # A segment the agent route would take but that is no agent id is a missing route, not a missing agent.
+    r = raw("DELETE", url + "/v1/agents/frobnicate", bootstrap_key)
+    assert (r.status_code, r.json()["error"]["message"]) == (404, "No route for DELETE /v1/agents/frobnicate."), r.text
+    r = raw("GET", url + "/v1/agents/agent_0123", bootstrap_key)
+    assert r.json()["error"]["message"] == "No agent found with id 'agent_0123'.", "an agent id that names nothing"
+
+
+def test_the_clients_automations_and_subagents_are_refused_by_name(client):
+    """Out of scope (DESIGN.md): the client's methods answer a 404 that names the feature, never "No agent found
+    with id 'automations'"."""
+    with pytest.raises(openai.NotFoundError) as e:
+        client.beta.agents.automations.list()
+    assert e.value.body["message"] == (
+        "No route for GET /v1/agents/automations: automations are not supported by this server."
+    )
+    with pytest.raises(openai.NotFoundError) as e:
+        client.beta.agents.automations.retrieve("auto_1")
+    assert "automations are not supported by this server" in e.value.body["message"]
+    session = client.beta.agents.sessions.create(agent={"model": "gpt-test"}, environment={"type": "none"})
+    with pytest.raises(openai.NotFoundError) as e:
+        client.beta.agents.sessions.subagents.list(session.id)
+    assert e.value.body["message"] == (
+        f"No route for GET /v1/agents/sessions/{session.id}/subagents: subagents (native multi-agent orchestration) "
+        "are not supported by this server."
+    )
 
 
 def test_a_json_array_body_is_400(org_client):

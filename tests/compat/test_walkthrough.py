@@ -175,3 +175,16 @@ def test_a_refused_request_names_the_call(url, model):
     [line] = run.stdout.splitlines()
     assert line.startswith("error: POST /v1/agents answered 401: "), line
     assert model.stats()["requests"] == 0
+
+
+def test_a_turn_that_called_no_tool_and_wrote_no_artifact_is_said_to_be_so(url, org_key, model):
+    """A model that answers without calling a tool (as one without tool calling does): the walkthrough says the
+    turn called no tool and produced no artifact, and exits non-zero, instead of looking like a success."""
+    model.script(reply("The average is about 15."), reply(CITIES))
+    run = walkthrough(url, org_key)
+    out = run.stdout
+    assert run.returncode == 1, out + run.stderr
+    assert "not as the walkthrough shows: the turn called no tool: model gpt-6-luna answered" in out, out
+    assert "not as the walkthrough shows: the turn produced no artifact" in out, out
+    assert CITIES in out, "the rest still ran"
+    assert re.search(r"^deleted environment env_\w+$", out, re.M), "cleanup still runs"

@@ -232,7 +232,8 @@ impl Environments {
                 Err(e) => {
                     let _ = sandbox.destroy().await;
                     let (step, output, message) = match &e {
-                        sandbox::Error::Setup(f) => (f.step.clone(), Some(f.output.clone()), e.to_string()),
+                        // The step is recorded on its own: the message is the reason alone.
+                        sandbox::Error::Setup(f) => (f.step.clone(), Some(f.output.clone()), f.reason.clone()),
                         other => ("setup".to_string(), None, other.to_string()),
                     };
                     return Err(self.fail(org_id, env_id, &step, message, output).await);

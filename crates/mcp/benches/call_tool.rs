@@ -49,6 +49,10 @@ fn stats(mut samples: Vec<Duration>) -> (Duration, Duration, Duration) {
 
 #[tokio::main]
 async fn main() {
+    if let Err(e) = test_support::npm::ensure_installed(&support::servers_dir(), support::EVERYTHING_PACKAGE) {
+        eprintln!("cannot run this bench: {e}");
+        std::process::exit(2);
+    }
     let config = support::everything_stdio_config();
 
     // Direct: a plain rmcp client, no crate code in the path.

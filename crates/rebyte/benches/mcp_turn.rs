@@ -6,8 +6,8 @@
 //! item being done (the result recorded). Against, in the same run: a direct rmcp client's
 //! `tools/call` to another server-everything process on the host, after the same idle gap.
 //!
-//! Run: `cargo bench -p rebyte --bench mcp_turn` (needs `npm ci` in `crates/mcp/tests/servers`,
-//! which `cargo bench -p mcp --bench call_tool` or the mcp tests do).
+//! Run: `cargo bench -p rebyte --bench mcp_turn` (runs `npm ci` in `crates/mcp/tests/servers`
+//! first if its packages are missing; needs Node.js and npm).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -152,6 +152,7 @@ async fn direct() -> Vec<Duration> {
 
 #[tokio::main]
 async fn main() {
+    common::ensure_npm(&servers_dir(), "@modelcontextprotocol/server-everything");
     let model = ModelServer::start().await.unwrap();
     let server = start_server(&model);
     let http = reqwest::Client::new();

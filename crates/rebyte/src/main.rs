@@ -35,6 +35,7 @@ impl Storage {
 #[derive(Subcommand)]
 enum Command {
     /// Run the server.
+    #[command(after_long_help = SERVE_ENVIRONMENT)]
     Serve {
         /// Address to listen on.
         #[arg(long, env = "REBYTE_LISTEN", default_value = "127.0.0.1:8787")]
@@ -42,7 +43,7 @@ enum Command {
         #[command(flatten)]
         storage: Storage,
         /// Largest request body in bytes.
-        #[arg(long, default_value_t = server::DEFAULT_BODY_LIMIT)]
+        #[arg(long, env = "REBYTE_BODY_LIMIT", default_value_t = server::DEFAULT_BODY_LIMIT)]
         body_limit: usize,
         /// rebyte.toml: maps model names to providers (OPENAI_* / ANTHROPIC_* variables otherwise).
         #[arg(long, env = "REBYTE_CONFIG")]
@@ -64,6 +65,20 @@ enum Command {
         command: KeysCommand,
     },
 }
+
+/// The variables `serve` reads besides those shown with its options.
+const SERVE_ENVIRONMENT: &str = "\
+Environment variables besides those shown with the options above:
+  REBYTE_BOOTSTRAP_KEY   the first key (rbk_ and at least 32 letters or digits), installed on start
+  REBYTE_MASTER_KEY      the master key itself (64 hex digits or base64 of 32 bytes); wins over any file
+  REBYTE_LOG             the log filter (tracing syntax, e.g. info or info,engine=debug); default info
+  OPENAI_BASE_URL        where model names go without rebyte.toml (an OpenAI-compatible /v1 endpoint)
+  OPENAI_API_KEY         the key sent there
+  ANTHROPIC_API_KEY      routes claude-* model names to Anthropic when set
+  ANTHROPIC_BASE_URL     the Anthropic endpoint (default the public one)
+  (and each api_key_env that rebyte.toml names)
+  HOME, PATH, PYENV_ROOT, PYENV_VERSION
+                         where the host's toolchain (python3, pip3, node, npm, npx) is found for the sandboxes";
 
 #[derive(Subcommand)]
 enum KeysCommand {
@@ -94,13 +109,39 @@ enum KeysCommand {
     },
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
     // Inside a sandbox this same executable is PID 1, the sandbox agent; it
     // must start before any runtime threads exist.
     if std::env::args().nth(1).as_deref() == Some("sandbox-agent") {
         sandbox::agent::main();
     }
-    tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(anyhow::Error::from)
+        .and_then(|runtime| runtime.block_on(run()));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, never a backtrace (whatever
+/// `RUST_BACKTRACE` says); a cause that its error's message already quotes is
+/// not repeated.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        if !line.contains(&cause) {
+            line.push_str(": ");
+            line.push_str(&cause);
+        }
+    }
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 async fn run() -> Result<()> {
@@ -139,14 +180,14 @@ async fn keys_command(command: KeysCommand) -> Result<()> {
         KeysCommand::Create { org, scopes, name, storage } => {
             let scopes =
                 scopes.iter().map(|s| s.parse::<Scope>()).collect::<Result<Vec<_>, _>>().map_err(anyhow::Error::msg)?;
-            let store = server::open_store(&storage.config()).await?;
+            let store = server::open_existing_store(&storage.config()).await?;
             let org = keys::ensure_organization(store.as_ref(), &org).await?;
             let created = keys::create_key(store.as_ref(), &org.id, name, scopes, None).await?;
             eprintln!("Created key {} for organization '{}' ({}). It is shown once:", created.key.id, org.name, org.id);
             println!("{}", created.secret);
         }
         KeysCommand::List { org, storage } => {
-            let store = server::open_store(&storage.config()).await?;
+            let store = server::open_existing_store(&storage.config()).await?;
             let org_id = match org {
                 Some(name) => match store.find_organization(&name).await? {
                     Some(o) => Some(o.id),
@@ -169,7 +210,7 @@ async fn keys_command(command: KeysCommand) -> Result<()> {
             }
         }
         KeysCommand::Revoke { id, storage } => {
-            let store = server::open_store(&storage.config()).await?;
+            let store = server::open_existing_store(&storage.config()).await?;
             if !store.revoke_api_key(None, &id, server::now()).await? {
                 bail!("no key with id '{id}'");
             }

@@ -98,6 +98,8 @@ pub enum StartError {
     DataDir { path: PathBuf, source: std::io::Error },
     #[error("cannot open the store: {0}")]
     Store(#[from] store::Error),
+    #[error("no database at {} (is --data-dir right? `rebyte serve` creates it on first start)", .0.display())]
+    NoDatabase(PathBuf),
     #[error("database URL '{0}' is not supported: use sqlite://PATH")]
     DatabaseUrl(String),
     #[error("master key: {0}")]
@@ -129,6 +131,29 @@ pub async fn open_store(config: &Config) -> Result<Arc<dyn store::Store>, StartE
     Ok(Arc::new(store))
 }
 
+/// The SQLite file the configuration names.
+fn sqlite_path(config: &Config) -> Option<PathBuf> {
+    match &config.database_url {
+        None => Some(config.data_dir.join("rebyte.db")),
+        Some(url) => {
+            let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+            let path = rest.split('?').next().unwrap_or_default();
+            (!path.is_empty()).then(|| PathBuf::from(path))
+        }
+    }
+}
+
+/// Opens the store of a server that has already started once (the `keys`
+/// commands): a data directory without a database is an error, not a new one.
+pub async fn open_existing_store(config: &Config) -> Result<Arc<dyn store::Store>, StartError> {
+    if let Some(path) = sqlite_path(config)
+        && !path.exists()
+    {
+        return Err(StartError::NoDatabase(path));
+    }
+    open_store(config).await
+}
+
 /// The whole HTTP application.
 pub fn router(state: AppState, body_limit: usize) -> Router {
     routes::router(state, body_limit)
@@ -138,15 +163,17 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
 /// registry, fails the turns a previous process left running, and builds the
 /// application state.
 pub async fn start(config: &Config) -> Result<AppState, StartError> {
+    // The model configuration first: a file that does not parse stops the
+    // start before anything is written or a key is printed.
+    let models = match &config.models_toml {
+        Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
+        None => models::Registry::load(config.models_config.clone())?,
+    };
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
     let cipher = credentials::open_cipher(store.as_ref(), config).await?;
     let credentials = credentials::Credentials::new(Arc::clone(&store), cipher)
         .map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
-    let models = match &config.models_toml {
-        Some(text) => models::Registry::builder().config_toml(text.clone()).build()?,
-        None => models::Registry::load(config.models_config.clone())?,
-    };
     let local = match &config.sandbox_agent {
         Some((program, args)) => sandbox::LocalConfig::with_agent(program, args.clone()),
         None => sandbox::LocalConfig::default(),

@@ -1,3 +1,4 @@
 //! Test support: the scripted model server and the TestServer builder shared by integration tests.
 
 pub mod model_server;
+pub mod npm;

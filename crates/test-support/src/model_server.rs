@@ -76,6 +76,9 @@ struct Script {
     replies: Vec<(std::time::Instant, FrameTimes)>,
     /// Requests since start or the last reset (the log can be cleared apart).
     served: usize,
+    /// Each played step goes back to the end of the queue (a demo that
+    /// answers every conversation the same way).
+    looping: bool,
 }
 
 impl Shared {
@@ -149,6 +152,11 @@ impl ModelServer {
 
     pub fn push_all(&self, steps: impl IntoIterator<Item = Step>) {
         self.shared.script().steps.extend(steps);
+    }
+
+    /// Plays the script in a loop: each step, once played, is queued again.
+    pub fn set_looping(&self, looping: bool) {
+        self.shared.script().looping = looping;
     }
 
     /// Steps not played yet.
@@ -240,7 +248,13 @@ async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, r
         let mut script = shared.script();
         script.served += 1;
         script.requests.push(recorded);
-        (script.served, script.steps.pop_front())
+        let step = script.steps.pop_front();
+        if script.looping
+            && let Some(step) = &step
+        {
+            script.steps.push_back(step.clone());
+        }
+        (script.served, step)
     };
     let error_body = |kind: &str, message: &str| match wire {
         Wire::OpenAi => openai::error_body(kind, message),

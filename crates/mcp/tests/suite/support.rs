@@ -4,7 +4,7 @@
 use mcp::{CatalogCache, Connection, HttpConfig, ServerConfig, StdioConfig, SystemClock, Timeouts, TransportConfig};
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -13,23 +13,14 @@ pub fn servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("servers")
 }
 
-/// Installs the npm packages of `tests/servers` once per test run if `node_modules` is missing.
+/// The npm package whose presence means `tests/servers` is installed.
+pub const EVERYTHING_PACKAGE: &str = "@modelcontextprotocol/server-everything";
+
+/// Installs the npm packages of `tests/servers` if `node_modules` is missing.
 pub fn ensure_npm() {
-    static DONE: Mutex<bool> = Mutex::new(false);
-    let mut done = DONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if *done {
-        return;
+    if let Err(e) = test_support::npm::ensure_installed(&servers_dir(), EVERYTHING_PACKAGE) {
+        panic!("{e}");
     }
-    let dir = servers_dir();
-    if !dir.join("node_modules").join("@modelcontextprotocol").join("server-everything").exists() {
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm must be installed to run the mcp tests");
-        assert!(status.success(), "npm ci in {} failed", dir.display());
-    }
-    *done = true;
 }
 
 pub fn everything_entry() -> PathBuf {

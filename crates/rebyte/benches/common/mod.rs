@@ -13,6 +13,15 @@ use test_support::model_server::ModelServer;
 
 pub const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
 
+/// Installs a Node fixture the bench runs (`npm ci` in `dir` unless `probe`
+/// is under its `node_modules`), or says what is missing and exits.
+pub fn ensure_npm(dir: &std::path::Path, probe: &str) {
+    if let Err(e) = test_support::npm::ensure_installed(dir, probe) {
+        eprintln!("cannot run this bench: {e}");
+        std::process::exit(2);
+    }
+}
+
 pub struct Server {
     pub child: Child,
     pub url: String,

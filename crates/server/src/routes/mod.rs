@@ -7,6 +7,7 @@ pub mod artifacts;
 pub mod conversations;
 pub mod environments;
 pub mod events;
+mod fallback;
 pub mod ops;
 pub mod responses;
 pub mod sessions;
@@ -17,7 +18,7 @@ use crate::error::ApiError;
 use crate::metrics;
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
-use axum::response::{IntoResponse, Response};
+use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Router, middleware};
 use tower_http::catch_panic::CatchPanicLayer;
@@ -44,7 +45,11 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
             "/agents/environments/{environment_id}/files",
             post(environments::create_file).get(environments::list_files),
         )
-        .route("/agents/{agent_id}", get(agents::retrieve).post(agents::update).delete(agents::delete))
+        .merge(
+            Router::new()
+                .route("/agents/{agent_id}", get(agents::retrieve).post(agents::update).delete(agents::delete))
+                .route_layer(middleware::from_fn(fallback::agent_ids_only)),
+        )
         .route("/conversations", post(conversations::create))
         .route(
             "/conversations/{conversation_id}",
@@ -74,18 +79,10 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(fallback::not_found)
+        .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), metrics::record))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(|_| ApiError::Internal("a handler panicked".into()).into_response()))
         .with_state(state)
-}
-
-async fn not_found(uri: axum::http::Uri) -> Response {
-    ApiError::NotFound(format!("No route for '{}'.", uri.path())).into_response()
-}
-
-async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> Response {
-    ApiError::MethodNotAllowed(format!("{method} is not allowed on '{}'.", uri.path())).into_response()
 }

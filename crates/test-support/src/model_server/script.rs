@@ -202,7 +202,7 @@ fn millis(duration: Duration) -> u64 {
 
 /// Parses the body of `POST /_script`: a list of steps, or `{"steps": […]}`;
 /// each step may carry `"repeat": n` to be queued n times.
-pub(crate) fn parse_steps(body: Value) -> Result<Vec<Step>, String> {
+pub fn parse_steps(body: Value) -> Result<Vec<Step>, String> {
     let list = match body {
         Value::Array(list) => list,
         Value::Object(mut object) => match object.remove("steps") {

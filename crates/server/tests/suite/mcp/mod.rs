@@ -19,9 +19,8 @@ mod vaults;
 use crate::support::TestServer;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::Duration;
 use test_support::model_server::{ModelServer, Step};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -37,28 +36,16 @@ pub fn servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/servers")
 }
 
-/// `npm ci` in `dir` once per run, unless `probe` (a path under `node_modules`) exists.
-fn npm_ci(dir: &Path, probe: &str, done: &Mutex<bool>) {
-    let mut done = done.lock().unwrap_or_else(|p| p.into_inner());
-    if *done {
-        return;
-    }
-    if !dir.join("node_modules").join(probe).exists() {
-        let status = std::process::Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(dir)
-            .status()
-            .expect("npm must be installed to run the MCP tests");
-        assert!(status.success(), "npm ci in {} failed", dir.display());
-    }
-    *done = true;
-}
-
+/// Installs both fixture directories' npm packages if they are missing.
 pub fn ensure_npm() {
-    static MCP: Mutex<bool> = Mutex::new(false);
-    static OURS: Mutex<bool> = Mutex::new(false);
-    npm_ci(&mcp_servers_dir(), "@modelcontextprotocol/server-everything", &MCP);
-    npm_ci(&servers_dir(), "@modelcontextprotocol/server-filesystem", &OURS);
+    for (dir, probe) in [
+        (mcp_servers_dir(), "@modelcontextprotocol/server-everything"),
+        (servers_dir(), "@modelcontextprotocol/server-filesystem"),
+    ] {
+        if let Err(e) = test_support::npm::ensure_installed(&dir, probe) {
+            panic!("{e}");
+        }
+    }
 }
 
 /// A Node MCP server on 127.0.0.1, stopped when dropped.

@@ -1,0 +1,4 @@
+//! The suites, by what they exercise.
+
+mod cli;
+mod help;
