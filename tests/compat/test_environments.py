@@ -882,6 +882,7 @@ def test_a_failing_setup_fails_the_environment_with_its_output_and_is_final(clie
     body = conforms(turn)
     assert body["error"]["code"] == "sandbox_error", body
     assert "exit" in body["error"]["message"] and "echo attempt" in body["error"]["message"], "names the step"
+    assert body["error"]["message"].count("echo attempt") == 1, "once: " + body["error"]["message"]
     assert [e.type for e in events][-2:] == ["agent.session.turn.failed", "agent.session.idle"]
     env_events = [e for e in events if e.type.startswith("agent.session.environment.")]
     assert [e.type for e in env_events] == ["agent.session.environment.pending", "agent.session.environment.failed"]

@@ -139,7 +139,8 @@ def test_a_failing_setup_names_the_step_and_its_output(url, org_key, model):
     run = walkthrough(url, org_key, REBYTE_WALKTHROUGH_SETUP="echo fetching pandas; echo 'no network' >&2; exit 7")
     out = run.stdout
     assert run.returncode == 1, out + run.stderr
-    assert "environment setup failed at step `echo fetching pandas; echo 'no network' >&2; exit 7`" in out, out
+    assert "environment setup failed at step `echo fetching pandas; echo 'no network' >&2; exit 7`: exit code 7\n" in out
+    assert all(line.count("exit 7`") <= 1 for line in out.splitlines()), "no message repeats the step"
     assert "fetching pandas" in out and "no network" in out, "the failing command's output"
     assert re.search(r"^turn failed: sandbox_error: .*exit", out, re.M), out
     assert re.search(r"^environment env_\w+: failed$", out, re.M)
