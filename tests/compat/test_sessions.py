@@ -355,3 +355,30 @@ def test_an_inline_agent_without_agent_id_needs_a_model(client):
         with pytest.raises(openai.BadRequestError) as e:
             client.beta.agents.sessions.create(environment=NONE, **kwargs)
         assert error_of(e.value)["param"] == "agent.model"
+
+
+def _first_event(client, session_id: str):
+    """The session's first event, replayed from the start of its stream (`Last-Event-ID` before any event)."""
+    from scripted import STREAM_TIMEOUT
+
+    with client.beta.agents.sessions.events.stream(
+        session_id, extra_headers={"Last-Event-ID": "evt_0000000000000000000"}, timeout=STREAM_TIMEOUT
+    ) as stream:
+        return next(iter(stream))
+
+
+def test_every_way_of_creating_a_session_announces_it(org_client, model):
+    """Issue 11: sessions, conversations and responses create a session through one function, and each emits
+    `agent.session.created` carrying the new session."""
+    from scripted import reply
+
+    made = org_client.beta.agents.sessions.create(agent={"model": "gpt-test"}, environment={"type": "none"})
+    conversation = org_client.conversations.create(metadata={"via": "conversations"})
+    model.script(reply("hello"))
+    response = org_client.responses.create(model="gpt-test", input="hi")
+    assert response.status == "completed"
+    by_conversation = conversation.id.removeprefix("conv_")
+    [by_responses] = [s.id for s in org_client.beta.agents.sessions.list().data if s.id not in (made.id, by_conversation)]
+    for sid in (made.id, by_conversation, by_responses):
+        first = _first_event(org_client, sid)
+        assert (first.type, first.session.id) == ("agent.session.created", sid)

@@ -31,7 +31,7 @@ pub struct Auth {
 impl Auth {
     /// 403 unless the key has `scope`.
     pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
-        if self.scopes.contains(&scope) { Ok(()) } else { Err(ApiError::MissingScope(scope)) }
+        if self.scopes.contains(&scope) { Ok(()) } else { Err(ApiError(app::Error::MissingScope(scope))) }
     }
 }
 
@@ -74,24 +74,24 @@ impl FromRequestParts<AppState> for Auth {
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| ApiError::Unauthorized("Missing API key: send 'Authorization: Bearer rbk_…'.".into()))?;
+            .ok_or_else(|| ApiError::unauthorized("Missing API key: send 'Authorization: Bearer rbk_…'."))?;
         let secret = header
             .strip_prefix("Bearer ")
             .or_else(|| header.strip_prefix("bearer "))
             .map(str::trim)
-            .ok_or_else(|| ApiError::Unauthorized("The Authorization header must be 'Bearer rbk_…'.".into()))?;
+            .ok_or_else(|| ApiError::unauthorized("The Authorization header must be 'Bearer rbk_…'."))?;
         let hash = hash_secret(secret);
         let record = match state.keys.get(&hash) {
             Some(r) => r,
             None => {
-                let found = state.store.find_api_key(&hash).await?;
-                let record = found.ok_or_else(|| ApiError::Unauthorized("Incorrect API key provided.".into()))?;
+                let found = state.app.store.find_api_key(&hash).await?;
+                let record = found.ok_or_else(|| ApiError::unauthorized("Incorrect API key provided."))?;
                 state.keys.put(record.clone());
                 record
             }
         };
         if record.revoked_at.is_some() {
-            return Err(ApiError::Unauthorized("This API key has been revoked.".into()));
+            return Err(ApiError::unauthorized("This API key has been revoked."));
         }
         Ok(Auth { org_id: record.org_id, key_id: record.id, scopes: record.scopes })
     }

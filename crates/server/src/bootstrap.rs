@@ -15,7 +15,7 @@ pub const DEFAULT_ORG: &str = "default";
 /// Runs the bootstrap; does nothing on a store that already has organizations,
 /// except installing `bootstrap_key` if it is given and not yet known.
 pub async fn run(store: &dyn Store, config: &Config) -> Result<(), StartError> {
-    let fail = |e: crate::error::ApiError| StartError::Bootstrap(e.to_string());
+    let fail = |e: app::Error| StartError::Bootstrap(e.to_string());
     let empty = store.count_organizations().await? == 0;
     if let Some(secret) = &config.bootstrap_key {
         if store.find_api_key(&keys::hash_secret(secret)).await?.is_none() {

@@ -21,18 +21,14 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Json<T> {
             BytesRejection::FailedToBufferBody(inner)
                 if inner.to_string().contains("length limit") || format!("{inner:?}").contains("LengthLimit") =>
             {
-                ApiError::TooLarge("The request body is larger than this server accepts.".into())
+                ApiError::too_large("The request body is larger than this server accepts.")
             }
-            other => ApiError::Invalid { param: None, code: "invalid_body", message: other.body_text() },
+            other => ApiError::invalid_with(None, "invalid_body", other.body_text()),
         })?;
         let body: &[u8] = if bytes.iter().all(u8::is_ascii_whitespace) { b"{}" } else { &bytes };
         // serde would read a JSON array into a struct by position; a request body is an object.
         if body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[') {
-            return Err(ApiError::Invalid {
-                param: None,
-                code: "invalid_body",
-                message: "The request body must be a JSON object.".into(),
-            });
+            return Err(ApiError::invalid_with(None, "invalid_body", "The request body must be a JSON object."));
         }
         parse_json(body).map(Json)
     }
@@ -47,24 +43,16 @@ pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         let (path, detail) = nested_path(&path, &inner.to_string());
         let param = field_of(&path, &detail);
         if inner.is_syntax() || inner.is_eof() {
-            ApiError::Invalid {
-                param: None,
-                code: "invalid_json",
-                message: format!("The body is not valid JSON: {inner}"),
-            }
+            ApiError::invalid_with(None, "invalid_json", format!("The body is not valid JSON: {inner}"))
         } else {
             let message = match &param {
                 Some(p) => format!("Invalid value for '{p}': {detail}"),
                 None => format!("Invalid request body: {detail}"),
             };
-            ApiError::Invalid { param, code: "invalid_value", message }
+            ApiError::invalid_with(param, "invalid_value", message)
         }
     })?;
-    de.end().map_err(|e| ApiError::Invalid {
-        param: None,
-        code: "invalid_json",
-        message: format!("The body is not valid JSON: {e}"),
-    })?;
+    de.end().map_err(|e| ApiError::invalid_with(None, "invalid_json", format!("The body is not valid JSON: {e}")))?;
     Ok(value)
 }
 

@@ -7,29 +7,24 @@
 //! - [`auth`]: the `Auth` extractor (key → organization and scopes).
 //! - [`extract`]: JSON bodies and queries whose errors name the field.
 //! - [`error`]: `ApiError`, the one error type that becomes a response.
-//! - [`keys`]: minting and hashing `rbk_` keys; organization/key operations.
-//! - [`bootstrap`]: the first-start organization and key.
-//! - [`credentials`]: the master key, and vault credentials at run time (MCP
-//!   credential choice, OAuth refresh, environment credentials).
-//! - [`mcp_secrets`]: session-level MCP secrets sealed at rest, and the
-//!   credentials the engine's MCP tools ask for at turn time.
+//! - [`bootstrap`]: the first-start organization and key; `master_key`: the
+//!   master key checked at start.
 //! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
 //!
 //! Data flows one way: handlers → store. Handlers never see SQL.
 
 pub mod auth;
 pub mod bootstrap;
-pub mod credentials;
 pub mod error;
 pub mod extract;
-pub mod keys;
-pub mod mcp_secrets;
+mod master_key;
 pub mod metrics;
 pub mod openapi;
 pub mod routes;
 pub mod sse;
 pub mod state;
 
+pub use app::{credentials, keys, mcp_secrets, now};
 pub use state::AppState;
 
 use axum::Router;
@@ -114,11 +109,6 @@ pub enum StartError {
     Recover(#[from] engine::Error),
 }
 
-/// Seconds since the Unix epoch.
-pub fn now() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
-}
-
 /// Opens the store the configuration names, creating the data directory.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn store::Store>, StartError> {
     std::fs::create_dir_all(&config.data_dir)
@@ -171,7 +161,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     };
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
-    let cipher = credentials::open_cipher(store.as_ref(), config).await?;
+    let cipher = master_key::open_cipher(store.as_ref(), config).await?;
     let credentials = credentials::Credentials::new(Arc::clone(&store), cipher)
         .map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let local = match &config.sandbox_agent {
@@ -205,7 +195,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    Ok(AppState::new(store, engine, envs, credentials, hub))
+    Ok(AppState::new(app::App { store, engine, envs, credentials, mcp: hub }))
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.
@@ -215,7 +205,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
     let state = start(&config).await?;
-    let engine = state.engine.clone();
+    let engine = state.app.engine.clone();
     let app = router(state, config.body_limit);
     let addr = listener.local_addr()?;
     // On stdout, one line that scripts and tests read to find the port.

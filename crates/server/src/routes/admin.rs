@@ -17,7 +17,7 @@ pub async fn create_organization(
     Json(req): Json<OrganizationCreate>,
 ) -> ApiResult<axum::Json<Organization>> {
     auth.require(Scope::Admin)?;
-    Ok(axum::Json(keys::create_organization(state.store.as_ref(), &req.name).await?))
+    Ok(axum::Json(keys::create_organization(state.app.store.as_ref(), &req.name).await?))
 }
 
 pub async fn create_key(
@@ -27,20 +27,18 @@ pub async fn create_key(
 ) -> ApiResult<axum::Json<ApiKeyCreated>> {
     auth.require(Scope::Admin)?;
     let scopes = req.scopes.unwrap_or_else(|| vec![Scope::TasksRead, Scope::TasksWrite]);
-    let created = keys::create_key(state.store.as_ref(), &req.organization_id, req.name, scopes, None).await.map_err(
-        |e| match e {
-            ApiError::NotFound(m) => {
-                ApiError::Invalid { param: Some("organization_id".into()), code: "not_found", message: m }
-            }
-            other => other,
-        },
-    )?;
+    let created = keys::create_key(state.app.store.as_ref(), &req.organization_id, req.name, scopes, None)
+        .await
+        .map_err(|e| match e {
+            app::Error::NotFound(m) => ApiError::invalid_with(Some("organization_id".into()), "not_found", m),
+            other => ApiError(other),
+        })?;
     Ok(axum::Json(created))
 }
 
 pub async fn list_keys(State(state): State<AppState>, auth: Auth) -> ApiResult<axum::Json<List<ApiKey>>> {
     auth.require(Scope::Admin)?;
-    let data: Vec<ApiKey> = state.store.list_api_keys(None).await?.iter().map(keys::view).collect();
+    let data: Vec<ApiKey> = state.app.store.list_api_keys(None).await?.iter().map(keys::view).collect();
     Ok(axum::Json(List::new(data, false, |k: &ApiKey| k.id.clone())))
 }
 
@@ -50,11 +48,12 @@ pub async fn revoke_key(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<ApiKey>> {
     auth.require(Scope::Admin)?;
-    if !state.store.revoke_api_key(None, &id, now()).await? {
+    if !state.app.store.revoke_api_key(None, &id, now()).await? {
         return Err(ApiError::not_found("key", &id));
     }
     state.keys.forget(&id);
     let key = state
+        .app
         .store
         .list_api_keys(None)
         .await?

@@ -2,9 +2,8 @@
 //! output directory. Only that session's artifacts are reachable here.
 
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{self, ListQuery};
-use crate::routes::sessions;
 use crate::state::AppState;
 use axum::extract::{Path, RawQuery, State};
 use axum::http::header;
@@ -21,21 +20,14 @@ pub async fn list(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Artifact>>> {
     auth.require(Scope::TasksRead)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
     let q = ListQuery::parse(q.as_deref(), &["environment_id"])?;
-    let page = state.store.list_artifacts(&auth.org_id, session.id, &q.page).await?;
-    let env = q.rest.iter().find(|(k, _)| k == "environment_id").map(|(_, v)| v.clone());
-    let data = page.items.into_iter().filter(|a| env.as_ref().is_none_or(|e| &a.environment_id == e)).collect();
-    Ok(axum::Json(List::new(data, page.has_more, |a: &Artifact| a.id.clone())))
+    let env = q.rest.iter().find(|(k, _)| k == "environment_id").map(|(_, v)| v.as_str());
+    let page = state.app.artifacts(&auth.org_id).list(extract::session_id(&id)?, env, &q.page).await?;
+    Ok(axum::Json(List::new(page.items, page.has_more, |a: &Artifact| a.id.clone())))
 }
 
 async fn load(state: &AppState, auth: &Auth, id: &str, artifact_id: &str) -> ApiResult<(Artifact, Vec<u8>)> {
-    let session = sessions::load(state, auth, extract::session_id(id)?).await?;
-    state
-        .store
-        .get_artifact(&auth.org_id, session.id, artifact_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("artifact", artifact_id))
+    Ok(state.app.artifacts(&auth.org_id).get(extract::session_id(id)?, artifact_id).await?)
 }
 
 pub async fn retrieve(
@@ -71,9 +63,6 @@ pub async fn delete(
     Path((id, artifact_id)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<serde_json::Value>> {
     auth.require(Scope::TasksWrite)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
-    if !state.store.delete_artifact(&auth.org_id, session.id, &artifact_id).await? {
-        return Err(ApiError::not_found("artifact", &artifact_id));
-    }
+    state.app.artifacts(&auth.org_id).delete(extract::session_id(&id)?, &artifact_id).await?;
     Ok(axum::Json(json!({"id": artifact_id, "object": "agent.session.artifact.deleted", "deleted": true})))
 }

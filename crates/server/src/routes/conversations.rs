@@ -5,19 +5,25 @@
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{self, Json, ListQuery};
-use crate::routes::sessions;
-use crate::routes::{events, responses};
+use crate::routes::responses;
 use crate::state::AppState;
+use app::sessions::NewSession;
 use axum::extract::RawQuery;
 use axum::extract::{Path, State};
 use protocol::admin::Scope;
-use protocol::agent::{AgentConfig, Patch};
+use protocol::agent::Patch;
 use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
 use protocol::item::{Content, InputContent, Role};
 use protocol::response as view;
-use protocol::session::{INLINE_AGENT_ID, SessionAgent};
+use protocol::session::SessionRecord;
 use protocol::validate;
 use serde_json::Value;
+
+/// The session behind a `conv_` id, or a 404 naming the conversation.
+async fn load(state: &AppState, auth: &Auth, id: &str) -> ApiResult<SessionRecord> {
+    let uuid = extract::conversation_id(id)?;
+    state.app.sessions(&auth.org_id).get(uuid).await.map_err(|_| ApiError::not_found("conversation", id))
+}
 
 pub async fn create(
     State(state): State<AppState>,
@@ -26,15 +32,9 @@ pub async fn create(
 ) -> ApiResult<axum::Json<Conversation>> {
     auth.require(Scope::TasksWrite)?;
     let initial = parse_items(req.items.unwrap_or_default())?;
-    let metadata = req.metadata.unwrap_or_default();
-    validate::metadata("metadata", &metadata)?;
-    let agent = SessionAgent { id: INLINE_AGENT_ID.into(), version: None, name: None, config: AgentConfig::default() };
-    let record = sessions::new_record(agent, metadata);
-    state.store.create_session(&auth.org_id, &record).await?;
-    if !initial.is_empty() {
-        state.engine.append_messages(&auth.org_id, &record, initial).await.map_err(events::engine_error)?;
-    }
-    Ok(axum::Json(Conversation::of(&record)))
+    let new = NewSession::conversation(req.metadata.unwrap_or_default(), initial);
+    let created = state.app.sessions(&auth.org_id).create(new).await?;
+    Ok(axum::Json(Conversation::of(&created.session)))
 }
 
 pub async fn retrieve(
@@ -43,10 +43,7 @@ pub async fn retrieve(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Conversation>> {
     auth.require(Scope::TasksRead)?;
-    let record = sessions::load(&state, &auth, extract::conversation_id(&id)?)
-        .await
-        .map_err(|_| ApiError::not_found("conversation", &id))?;
-    Ok(axum::Json(Conversation::of(&record)))
+    Ok(axum::Json(Conversation::of(&load(&state, &auth, &id).await?)))
 }
 
 pub async fn update(
@@ -56,17 +53,14 @@ pub async fn update(
     Json(req): Json<ConversationUpdate>,
 ) -> ApiResult<axum::Json<Conversation>> {
     auth.require(Scope::TasksWrite)?;
-    let uuid = extract::conversation_id(&id)?;
-    let mut record = sessions::load(&state, &auth, uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?;
+    let mut record = load(&state, &auth, &id).await?;
     record.metadata = match req.metadata {
         Patch::Absent => return Err(ApiError::invalid("metadata", "metadata is required (null clears it)")),
         Patch::Null => Default::default(),
         Patch::Value(m) => m,
     };
     validate::metadata("metadata", &record.metadata)?;
-    if !state.store.put_session(&auth.org_id, &record).await? {
-        return Err(ApiError::not_found("conversation", &id));
-    }
+    state.app.sessions(&auth.org_id).put(&record).await.map_err(|_| ApiError::not_found("conversation", &id))?;
     Ok(axum::Json(Conversation::of(&record)))
 }
 
@@ -78,9 +72,10 @@ pub async fn delete(
     auth.require(Scope::TasksWrite)?;
     let uuid = extract::conversation_id(&id)?;
     // The same session: deleted as the Session API deletes it.
-    if !sessions::remove(&state, &auth, uuid).await? {
-        return Err(ApiError::not_found("conversation", &id));
-    }
+    state.app.sessions(&auth.org_id).delete(uuid).await.map_err(|e| match e {
+        app::Error::NotFound(_) => ApiError::not_found("conversation", &id),
+        other => ApiError(other),
+    })?;
     Ok(axum::Json(ConversationDeleted { id, object: "conversation.deleted".into(), deleted: true }))
 }
 
@@ -143,11 +138,9 @@ pub async fn create_items(
     Json(req): Json<ItemsCreate>,
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksWrite)?;
-    let uuid = extract::conversation_id(&id)?;
-    let session = sessions::load(&state, &auth, uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?;
+    let session = load(&state, &auth, &id).await?;
     let messages = parse_items(req.items)?;
-    let turn = state.engine.append_messages(&auth.org_id, &session, messages).await.map_err(events::engine_error)?;
-    let items = state.store.turn_items(&auth.org_id, session.id, &turn.id).await?;
+    let items = state.app.sessions(&auth.org_id).append(&session, messages).await?;
     let data = items.iter().filter_map(view::conversation_item).collect();
     Ok(axum::Json(responses::list(data, false)))
 }
@@ -160,9 +153,8 @@ pub async fn list_items(
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksRead)?;
     let q = ListQuery::parse(q.as_deref(), &["include"])?;
-    let uuid = extract::conversation_id(&id)?;
-    let session = sessions::load(&state, &auth, uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?;
-    let page = state.store.list_items(&auth.org_id, session.id, None, &q.page).await?;
+    let session = load(&state, &auth, &id).await?;
+    let page = state.app.turns(&auth.org_id).items(session.id, None, &q.page).await?;
     let data = page.items.iter().filter_map(view::conversation_item).collect();
     Ok(axum::Json(responses::list(data, page.has_more)))
 }

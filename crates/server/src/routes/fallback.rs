@@ -18,9 +18,9 @@ fn no_route(method: &Method, uri: &Uri) -> ApiError {
     let segments: Vec<&str> = path.split('/').collect();
     match UNSUPPORTED.iter().find(|(segment, _)| segments.contains(segment)) {
         Some((_, feature)) => {
-            ApiError::NotFound(format!("No route for {method} {path}: {feature} not supported by this server."))
+            ApiError::no_such(format!("No route for {method} {path}: {feature} not supported by this server."))
         }
-        None => ApiError::NotFound(format!("No route for {method} {path}.")),
+        None => ApiError::no_such(format!("No route for {method} {path}.")),
     }
 }
 
@@ -31,7 +31,7 @@ pub async fn not_found(method: Method, OriginalUri(uri): OriginalUri) -> Respons
 
 /// A route that exists, asked with a method it lacks.
 pub async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -> Response {
-    ApiError::MethodNotAllowed(format!("{method} is not allowed on {}.", uri.path())).into_response()
+    ApiError::method_not_allowed(format!("{method} is not allowed on {}.", uri.path())).into_response()
 }
 
 /// `/agents/{agent_id}` matches any segment; one that is not an agent id

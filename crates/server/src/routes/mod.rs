@@ -83,6 +83,6 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), metrics::record))
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(CatchPanicLayer::custom(|_| ApiError::Internal("a handler panicked".into()).into_response()))
+        .layer(CatchPanicLayer::custom(|_| ApiError::internal("a handler panicked").into_response()))
         .with_state(state)
 }

@@ -14,7 +14,7 @@ pub async fn healthz() -> Json<Value> {
 
 /// Ready when the store answers.
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
-    state.store.ping().await?;
+    state.app.store.ping().await?;
     Ok(Json(json!({"status": "ready"})))
 }
 

@@ -5,8 +5,8 @@
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, ListQuery};
-use crate::routes::{events, sessions};
 use crate::state::AppState;
+use app::sessions::{NewSession, check_agent};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use engine::turn::ToolResult;
@@ -15,7 +15,7 @@ use protocol::agent::AgentConfig;
 use protocol::event::{Event, EventBody};
 use protocol::item::Content;
 use protocol::response::{self as view, ResponseContext};
-use protocol::session::{INLINE_AGENT_ID, SessionAgent, SessionRecord};
+use protocol::session::{INLINE_AGENT_ID, SessionRecord};
 use protocol::tool::{FunctionTool, ToolParam};
 use protocol::turn::Turn;
 use serde::Deserialize;
@@ -215,14 +215,11 @@ async fn conversation(state: &AppState, auth: &Auth, req: &mut ResponseCreate) -
             let uuid = crate::extract::conversation_id(&id).map_err(|_| {
                 ApiError::invalid("conversation", format!("'{id}' is not a conversation id: expected conv_<uuid>"))
             })?;
-            sessions::load(state, auth, uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?
+            state.app.sessions(&auth.org_id).get(uuid).await.map_err(|_| ApiError::not_found("conversation", &id))?
         }
         None => {
-            let agent =
-                SessionAgent { id: INLINE_AGENT_ID.into(), version: None, name: None, config: AgentConfig::default() };
-            let record = sessions::new_record(agent, req.metadata.clone().unwrap_or_default());
-            state.store.create_session(&auth.org_id, &record).await?;
-            record
+            let new = NewSession::conversation(req.metadata.clone().unwrap_or_default(), Vec::new());
+            state.app.sessions(&auth.org_id).create(new).await?.session
         }
     };
     // The conversation's agent wins; the request fills in what it lacks.
@@ -244,8 +241,8 @@ async fn conversation(state: &AppState, auth: &Auth, req: &mut ResponseCreate) -
         changed = true;
     }
     if changed {
-        sessions::check_agent(&session.agent.config)?;
-        state.store.put_session(&auth.org_id, &session).await?;
+        check_agent(&session.agent.config)?;
+        state.app.sessions(&auth.org_id).put(&session).await?;
     }
     Ok(session)
 }
@@ -258,7 +255,7 @@ pub async fn render(
     turn: &Turn,
     background: bool,
 ) -> ApiResult<Value> {
-    let items = state.store.turn_items(&auth.org_id, session.id, &turn.id).await?;
+    let items = state.app.turns(&auth.org_id).turn_items(session.id, &turn.id).await?;
     let ctx = ResponseContext {
         model: &session.agent.config.model,
         instructions: session.agent.config.instructions.as_deref(),
@@ -300,26 +297,19 @@ pub async fn create(
     }
     let planned = plan(req.input.take())?;
     let session = conversation(&state, &auth, &mut req).await?;
-    let mut rx = state.engine.bus().subscribe(session.id);
+    let engine = &state.app.engine;
+    let mut rx = engine.bus().subscribe(session.id);
     let turn_id = match planned {
-        Planned::Messages(messages) => Uuid::parse_str(
-            &state
-                .engine
-                .submit_input(&auth.org_id, &session, messages, req.background == Some(true))
-                .await
-                .map_err(events::engine_error)?
-                .id,
-        )
-        .map_err(|e| ApiError::Internal(e.to_string()))?,
+        Planned::Messages(messages) => {
+            let turn = state.app.turns(&auth.org_id).submit(&session, messages, req.background == Some(true)).await?;
+            Uuid::parse_str(&turn.id).map_err(|e| ApiError::internal(e.to_string()))?
+        }
         Planned::Results(results) => {
-            let turn_id = state.engine.active_turn(session.id).ok_or_else(|| {
+            let turn_id = engine.active_turn(session.id).ok_or_else(|| {
                 ApiError::invalid("input", "the conversation has no response waiting for function_call_output")
             })?;
             for result in results {
-                state
-                    .engine
-                    .submit_tool_result(session.id, &turn_id.to_string(), result)
-                    .map_err(events::engine_error)?;
+                engine.submit_tool_result(session.id, &turn_id.to_string(), result)?;
             }
             turn_id
         }
@@ -331,10 +321,10 @@ pub async fn create(
     if !background {
         settle(&mut rx, &turn_id.to_string()).await;
     }
-    state.engine.flush().await.map_err(events::engine_error)?;
-    let turn = state
-        .store
-        .get_turn(&auth.org_id, turn_id)
+    let (_, turn) = state
+        .app
+        .turns(&auth.org_id)
+        .find(turn_id)
         .await?
         .ok_or_else(|| ApiError::not_found("response", &turn_id.to_string()))?;
     Ok(axum::Json(render(&state, &auth, &session, &turn, background).await?).into_response())
@@ -342,14 +332,10 @@ pub async fn create(
 
 /// Loads the turn and session behind a `resp_` id.
 async fn load(state: &AppState, auth: &Auth, id: &str) -> ApiResult<(SessionRecord, Turn)> {
-    state.engine.flush().await.map_err(events::engine_error)?;
     let uuid = view::parse_response_id(id).ok_or_else(|| {
         ApiError::invalid("response_id", format!("'{id}' is not a response id: expected resp_<uuid>"))
     })?;
-    let turn = state.store.get_turn(&auth.org_id, uuid).await?.ok_or_else(|| ApiError::not_found("response", id))?;
-    let session_id = Uuid::parse_str(&turn.session_id).map_err(|e| ApiError::Internal(e.to_string()))?;
-    let session = sessions::load(state, auth, session_id).await.map_err(|_| ApiError::not_found("response", id))?;
-    Ok((session, turn))
+    state.app.turns(&auth.org_id).find(uuid).await?.ok_or_else(|| ApiError::not_found("response", id))
 }
 
 pub async fn retrieve(
@@ -366,9 +352,9 @@ pub async fn cancel(State(state): State<AppState>, auth: Auth, Path(id): Path<St
     auth.require(Scope::TasksWrite)?;
     let (session, turn) = load(&state, &auth, &id).await?;
     if !turn.status.is_terminal() {
-        let mut rx = state.engine.bus().subscribe(session.id);
-        let turn_uuid = Uuid::parse_str(&turn.id).map_err(|e| ApiError::Internal(e.to_string()))?;
-        if state.engine.cancel(&auth.org_id, session.id, Some(turn_uuid)).await.is_ok() {
+        let mut rx = state.app.engine.bus().subscribe(session.id);
+        let turn_uuid = Uuid::parse_str(&turn.id).map_err(|e| ApiError::internal(e.to_string()))?;
+        if state.app.engine.cancel(&auth.org_id, session.id, Some(turn_uuid)).await.is_ok() {
             let wait = async {
                 loop {
                     match rx.recv().await {
@@ -394,7 +380,7 @@ pub async fn input_items(
     auth.require(Scope::TasksRead)?;
     let q = ListQuery::parse(q.as_deref(), &["include"])?;
     let (session, turn) = load(&state, &auth, &id).await?;
-    let page = state.store.list_items(&auth.org_id, session.id, Some(&turn.id), &q.page).await?;
+    let page = state.app.turns(&auth.org_id).items(session.id, Some(&turn.id), &q.page).await?;
     let data: Vec<Value> = page
         .items
         .iter()

@@ -2,27 +2,14 @@
 //! items of its history, as stored.
 
 use crate::auth::Auth;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::extract::{self, ListQuery};
-use crate::routes::sessions;
 use crate::state::AppState;
 use axum::extract::{Path, RawQuery, State};
 use protocol::admin::Scope;
 use protocol::item::Item;
 use protocol::list::List;
 use protocol::turn::Turn;
-use uuid::Uuid;
-
-/// Loads a turn of a session of the caller's organization, or 404.
-pub async fn load(state: &AppState, auth: &Auth, session_id: Uuid, turn_id: &str) -> ApiResult<Turn> {
-    let not_found = || ApiError::not_found("turn", turn_id);
-    let id = Uuid::parse_str(turn_id).map_err(|_| not_found())?;
-    let turn = state.store.get_turn(&auth.org_id, id).await?.ok_or_else(not_found)?;
-    if turn.session_id != session_id.to_string() {
-        return Err(not_found());
-    }
-    Ok(turn)
-}
 
 pub async fn list(
     State(state): State<AppState>,
@@ -31,9 +18,9 @@ pub async fn list(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Turn>>> {
     auth.require(Scope::TasksRead)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
+    let session = extract::session_id(&id)?;
     let q = ListQuery::parse(q.as_deref(), &[])?;
-    let page = state.store.list_turns(&auth.org_id, session.id, &q.page).await?;
+    let page = state.app.turns(&auth.org_id).list(session, &q.page).await?;
     Ok(axum::Json(List::new(page.items, page.has_more, |t: &Turn| t.id.clone())))
 }
 
@@ -43,8 +30,22 @@ pub async fn retrieve(
     Path((id, turn_id)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<Turn>> {
     auth.require(Scope::TasksRead)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
-    Ok(axum::Json(load(&state, &auth, session.id, &turn_id).await?))
+    let session = state.app.sessions(&auth.org_id).get(extract::session_id(&id)?).await?;
+    Ok(axum::Json(state.app.turns(&auth.org_id).get(session.id, &turn_id).await?))
+}
+
+async fn list_items(
+    state: &AppState,
+    auth: &Auth,
+    id: &str,
+    turn: Option<&str>,
+    q: Option<&str>,
+) -> ApiResult<List<Item>> {
+    auth.require(Scope::TasksRead)?;
+    let session = extract::session_id(id)?;
+    let q = ListQuery::parse(q, &[])?;
+    let page = state.app.turns(&auth.org_id).items(session, turn, &q.page).await?;
+    Ok(List::new(page.items, page.has_more, |i: &Item| i.id().to_string()))
 }
 
 pub async fn items(
@@ -53,12 +54,7 @@ pub async fn items(
     Path((id, turn_id)): Path<(String, String)>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Item>>> {
-    auth.require(Scope::TasksRead)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
-    let turn = load(&state, &auth, session.id, &turn_id).await?;
-    let q = ListQuery::parse(q.as_deref(), &[])?;
-    let page = state.store.list_items(&auth.org_id, session.id, Some(&turn.id), &q.page).await?;
-    Ok(axum::Json(List::new(page.items, page.has_more, |i: &Item| i.id().to_string())))
+    Ok(axum::Json(list_items(&state, &auth, &id, Some(&turn_id), q.as_deref()).await?))
 }
 
 pub async fn session_items(
@@ -67,9 +63,5 @@ pub async fn session_items(
     Path(id): Path<String>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Item>>> {
-    auth.require(Scope::TasksRead)?;
-    let session = sessions::load(&state, &auth, extract::session_id(&id)?).await?;
-    let q = ListQuery::parse(q.as_deref(), &[])?;
-    let page = state.store.list_items(&auth.org_id, session.id, None, &q.page).await?;
-    Ok(axum::Json(List::new(page.items, page.has_more, |i: &Item| i.id().to_string())))
+    Ok(axum::Json(list_items(&state, &auth, &id, None, q.as_deref()).await?))
 }

@@ -5,33 +5,18 @@
 //! another organization's vault or credential is not found (404).
 
 use crate::auth::Auth;
-use crate::credentials::sealed;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{Json, ListQuery};
-use crate::now;
 use crate::state::AppState;
+use app::vaults::ListFilter;
 use axum::extract::{Path, RawQuery, State};
-use protocol::Metadata;
 use protocol::admin::Scope;
 use protocol::list::List;
-use protocol::validate;
-use protocol::vault::{
-    Credential, CredentialCreate, CredentialUpdate, Deleted, Vault, VaultCreate, VaultUpdate, check_name,
-    is_credential_id, is_vault_id, new_vault_id,
-};
-
-/// Loads a vault of the caller's organization, or 404.
-pub async fn load(state: &AppState, auth: &Auth, id: &str) -> ApiResult<Vault> {
-    if !is_vault_id(id) {
-        return Err(ApiError::not_found("vault", id));
-    }
-    state.store.get_vault(&auth.org_id, id).await?.ok_or_else(|| ApiError::not_found("vault", id))
-}
+use protocol::vault::{Credential, CredentialCreate, CredentialUpdate, Deleted, Vault, VaultCreate, VaultUpdate};
 
 /// Reads the list filters every vault list takes: `metadata[key]=value` and
-/// `status` / `status[]` (`active`, `archived`). Vaults and credentials are
-/// never archived here, so a filter without `active` matches nothing.
-fn filters(rest: Vec<(String, String)>) -> ApiResult<(Vec<(String, String)>, bool)> {
+/// `status` / `status[]` (`active`, `archived`).
+fn filter(rest: Vec<(String, String)>) -> ApiResult<ListFilter> {
     let mut metadata = Vec::new();
     let mut statuses = Vec::new();
     for (key, value) in rest {
@@ -46,15 +31,11 @@ fn filters(rest: Vec<(String, String)>) -> ApiResult<(Vec<(String, String)>, boo
             return Err(ApiError::invalid(key.clone(), format!("unknown query parameter '{key}'")));
         }
     }
-    let as_map: Metadata = metadata.iter().cloned().collect();
-    validate::metadata("metadata", &as_map)?;
-    let any_active = statuses.is_empty() || statuses.iter().any(|s| s == "active");
-    Ok((metadata, any_active))
+    let active = statuses.is_empty() || statuses.iter().any(|s| s == "active");
+    Ok(ListFilter { metadata, active })
 }
 
-fn empty<T>() -> List<T> {
-    List::new(Vec::new(), false, |_: &T| String::new())
-}
+const LIST_FILTERS: &[&str] = &["metadata[", "status", "status[]"];
 
 pub async fn create(
     State(state): State<AppState>,
@@ -62,12 +43,7 @@ pub async fn create(
     Json(req): Json<VaultCreate>,
 ) -> ApiResult<axum::Json<Vault>> {
     auth.require(Scope::VaultsWrite)?;
-    let name = req.name.as_deref().map(|n| check_name("name", n)).transpose()?;
-    let metadata = req.metadata.unwrap_or_default();
-    validate::metadata("metadata", &metadata)?;
-    let vault = Vault { id: new_vault_id(), created_at: now(), metadata, name, object: "vault".into() };
-    state.store.create_vault(&auth.org_id, &vault).await?;
-    Ok(axum::Json(vault))
+    Ok(axum::Json(state.app.vaults(&auth.org_id).create(req).await?))
 }
 
 pub async fn retrieve(
@@ -76,7 +52,7 @@ pub async fn retrieve(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Vault>> {
     auth.require(Scope::VaultsRead)?;
-    Ok(axum::Json(load(&state, &auth, &id).await?))
+    Ok(axum::Json(state.app.vaults(&auth.org_id).get(&id).await?))
 }
 
 pub async fn update(
@@ -86,20 +62,7 @@ pub async fn update(
     Json(req): Json<VaultUpdate>,
 ) -> ApiResult<axum::Json<Vault>> {
     auth.require(Scope::VaultsWrite)?;
-    let mut vault = load(&state, &auth, &id).await?;
-    if let Some(metadata) = req.metadata {
-        validate::metadata("metadata", &metadata)?;
-        vault.metadata = metadata;
-    }
-    let name = match req.name {
-        protocol::agent::Patch::Value(n) => protocol::agent::Patch::Value(check_name("name", &n)?),
-        other => other,
-    };
-    name.apply_opt(&mut vault.name);
-    if !state.store.put_vault(&auth.org_id, &vault).await? {
-        return Err(ApiError::not_found("vault", &id));
-    }
-    Ok(axum::Json(vault))
+    Ok(axum::Json(state.app.vaults(&auth.org_id).update(&id, req).await?))
 }
 
 pub async fn list(
@@ -108,12 +71,8 @@ pub async fn list(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Vault>>> {
     auth.require(Scope::VaultsRead)?;
-    let q = ListQuery::parse(q.as_deref(), &["metadata[", "status", "status[]"])?;
-    let (metadata, any_active) = filters(q.rest)?;
-    if !any_active {
-        return Ok(axum::Json(empty()));
-    }
-    let page = state.store.list_vaults(&auth.org_id, &metadata, &q.page).await?;
+    let q = ListQuery::parse(q.as_deref(), LIST_FILTERS)?;
+    let page = state.app.vaults(&auth.org_id).list(&filter(q.rest)?, &q.page).await?;
     Ok(axum::Json(List::new(page.items, page.has_more, |v: &Vault| v.id.clone())))
 }
 
@@ -123,9 +82,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Deleted>> {
     auth.require(Scope::VaultsWrite)?;
-    if !is_vault_id(&id) || !state.store.delete_vault(&auth.org_id, &id).await? {
-        return Err(ApiError::not_found("vault", &id));
-    }
+    state.app.vaults(&auth.org_id).delete(&id).await?;
     Ok(axum::Json(Deleted { id, deleted: true, object: "vault.deleted".into() }))
 }
 
@@ -136,15 +93,7 @@ pub async fn create_credential(
     Json(req): Json<CredentialCreate>,
 ) -> ApiResult<axum::Json<Credential>> {
     auth.require(Scope::VaultsWrite)?;
-    let vault = load(&state, &auth, &vault_id).await?;
-    let record = sealed::new_record(state.credentials.cipher(), &auth.org_id, &vault.id, req)?;
-    state.store.create_credential(&auth.org_id, &record).await?;
-    tracing::info!(credential_id = %record.credential.id, vault_id = %vault.id, kind = record.credential.auth.kind(), "created a credential");
-    Ok(axum::Json(record.credential))
-}
-
-fn check_credential_id(id: &str) -> ApiResult<()> {
-    if is_credential_id(id) { Ok(()) } else { Err(ApiError::not_found("credential", id)) }
+    Ok(axum::Json(state.app.vaults(&auth.org_id).create_credential(&vault_id, req).await?))
 }
 
 pub async fn retrieve_credential(
@@ -153,10 +102,7 @@ pub async fn retrieve_credential(
     Path((vault_id, id)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<Credential>> {
     auth.require(Scope::VaultsRead)?;
-    load(&state, &auth, &vault_id).await?;
-    check_credential_id(&id)?;
-    let record = state.store.get_credential(&auth.org_id, &vault_id, &id).await?;
-    record.map(|r| axum::Json(r.credential)).ok_or_else(|| ApiError::not_found("credential", &id))
+    Ok(axum::Json(state.app.vaults(&auth.org_id).get_credential(&vault_id, &id).await?))
 }
 
 pub async fn update_credential(
@@ -166,17 +112,7 @@ pub async fn update_credential(
     Json(req): Json<CredentialUpdate>,
 ) -> ApiResult<axum::Json<Credential>> {
     auth.require(Scope::VaultsWrite)?;
-    load(&state, &auth, &vault_id).await?;
-    check_credential_id(&id)?;
-    let org_id = auth.org_id.clone();
-    let record = state
-        .credentials
-        .update_with(&auth.org_id, &vault_id, &id, |cipher, current| sealed::rotate(cipher, &org_id, current, &req))
-        .await?;
-    if req.auth.is_some() {
-        tracing::info!(credential_id = %id, vault_id = %vault_id, "rotated a credential");
-    }
-    Ok(axum::Json(record.credential))
+    Ok(axum::Json(state.app.vaults(&auth.org_id).update_credential(&vault_id, &id, req).await?))
 }
 
 pub async fn list_credentials(
@@ -186,13 +122,8 @@ pub async fn list_credentials(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<List<Credential>>> {
     auth.require(Scope::VaultsRead)?;
-    load(&state, &auth, &vault_id).await?;
-    let q = ListQuery::parse(q.as_deref(), &["metadata[", "status", "status[]"])?;
-    let (metadata, any_active) = filters(q.rest)?;
-    if !any_active {
-        return Ok(axum::Json(empty()));
-    }
-    let page = state.store.list_credentials(&auth.org_id, &vault_id, &metadata, &q.page).await?;
+    let q = ListQuery::parse(q.as_deref(), LIST_FILTERS)?;
+    let page = state.app.vaults(&auth.org_id).list_credentials(&vault_id, &filter(q.rest)?, &q.page).await?;
     Ok(axum::Json(List::new(page.items, page.has_more, |c: &Credential| c.id.clone())))
 }
 
@@ -202,9 +133,6 @@ pub async fn delete_credential(
     Path((vault_id, id)): Path<(String, String)>,
 ) -> ApiResult<axum::Json<Deleted>> {
     auth.require(Scope::VaultsWrite)?;
-    load(&state, &auth, &vault_id).await?;
-    if !is_credential_id(&id) || !state.store.delete_credential(&auth.org_id, &vault_id, &id).await? {
-        return Err(ApiError::not_found("credential", &id));
-    }
+    state.app.vaults(&auth.org_id).delete_credential(&vault_id, &id).await?;
     Ok(axum::Json(Deleted { id, deleted: true, object: "vault.credential.deleted".into() }))
 }

@@ -40,8 +40,7 @@ impl Translator {
 
     async fn snapshot(&self) -> Option<Value> {
         let uuid = Uuid::parse_str(&self.turn_id).ok()?;
-        self.state.engine.flush().await.ok()?;
-        let turn = self.state.store.get_turn(&self.auth.org_id, uuid).await.ok()??;
+        let (_, turn) = self.state.app.turns(&self.auth.org_id).find(uuid).await.ok()??;
         render(&self.state, &self.auth, &self.session, &turn, self.background).await.ok()
     }
 

@@ -95,6 +95,7 @@ async fn a_wrong_or_missing_master_key_stops_the_start() {
     // The original key, given through the environment, opens the data again.
     let Ok(state) = server::start(&config(Some(original.trim()))).await else { panic!("the right key starts") };
     let got = state
+        .app
         .credentials
         .resolve_mcp(&state_org(&state, &key).await, std::slice::from_ref(&v), "https://m.example.com", None)
         .await;
@@ -103,7 +104,7 @@ async fn a_wrong_or_missing_master_key_stops_the_start() {
 
 /// The organization of `key` (the bootstrap key: organization `default`).
 async fn state_org(state: &server::AppState, _key: &str) -> String {
-    state.store.find_organization("default").await.unwrap().unwrap().id
+    state.app.store.find_organization("default").await.unwrap().unwrap().id
 }
 
 /// Log lines of the whole test binary, recorded while [`CAPTURING`] is above

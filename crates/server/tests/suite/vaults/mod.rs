@@ -23,7 +23,7 @@ use std::time::Duration;
 pub async fn resolver(s: &TestServer) -> Credentials {
     let mut config = Config::new(s.dir.path());
     config.bootstrap_key = Some(s.key.clone());
-    server::start(&config).await.unwrap().credentials
+    server::start(&config).await.unwrap().app.credentials
 }
 
 /// Creates a vault and returns its id.

@@ -2,8 +2,8 @@
 //! hashing (only the SHA-256 is stored), and the organization/key operations
 //! that the CLI, the bootstrap and the admin endpoints share.
 
-use crate::error::{ApiError, ApiResult};
 use crate::now;
+use crate::{Error, Result};
 use protocol::admin::{ApiKey, ApiKeyCreated, Organization, Scope};
 use protocol::ids::{API_KEY_PREFIX, Kind};
 use rand::Rng;
@@ -48,7 +48,7 @@ pub fn view(k: &ApiKeyRecord) -> ApiKey {
 }
 
 /// Creates an organization.
-pub async fn create_organization(store: &dyn Store, name: &str) -> ApiResult<Organization> {
+pub async fn create_organization(store: &dyn Store, name: &str) -> Result<Organization> {
     protocol::validate::text("name", name, 1, 128)?;
     let org = Organization {
         id: Kind::Organization.mint(),
@@ -61,7 +61,7 @@ pub async fn create_organization(store: &dyn Store, name: &str) -> ApiResult<Org
 }
 
 /// Finds an organization by name, creating it when missing.
-pub async fn ensure_organization(store: &dyn Store, name: &str) -> ApiResult<Organization> {
+pub async fn ensure_organization(store: &dyn Store, name: &str) -> Result<Organization> {
     match store.find_organization(name).await? {
         Some(org) => Ok(org),
         None => create_organization(store, name).await,
@@ -75,13 +75,13 @@ pub async fn create_key(
     name: Option<String>,
     scopes: Vec<Scope>,
     secret: Option<String>,
-) -> ApiResult<ApiKeyCreated> {
+) -> Result<ApiKeyCreated> {
     if store.get_organization(org_id).await?.is_none() {
-        return Err(ApiError::not_found("organization", org_id));
+        return Err(Error::not_found("organization", org_id));
     }
     let secret = secret.unwrap_or_else(mint_secret);
     if !is_well_formed(&secret) {
-        return Err(ApiError::invalid("key", "keys are rbk_ followed by at least 32 letters or digits"));
+        return Err(Error::invalid("key", "keys are rbk_ followed by at least 32 letters or digits"));
     }
     let mut scopes = scopes;
     scopes.sort();

@@ -11,7 +11,6 @@
 //!   at a time (single-flight) and store the new tokens sealed.
 //!   [`Credentials::resolve_environment_credentials`] opens the values bound
 //!   through `environment.vault_credentials`.
-//! - [`open_cipher`]: the master key and its check value, at start.
 //! - `sealed`: the encrypted secret part of a credential; `oauth`: the token
 //!   endpoint; `resolve`: choosing among attached credentials.
 //!
@@ -24,9 +23,8 @@ pub(crate) mod sealed;
 
 pub use error::CredentialError;
 
-use crate::{Config, StartError};
 use protocol::vault::CredentialRecord;
-use secrets::{Cipher, MasterKey, Secret};
+use secrets::{Cipher, Secret};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -70,26 +68,6 @@ struct Inner {
     // credential runs at a time in this process (other processes are held off
     // by the version check in `update_credential`).
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-/// Loads the master key and checks it against the store's key check value.
-/// The key file is created (mode 0600) only on a database that has no key
-/// check yet; a wrong key, or a missing key file for existing data, is an
-/// error.
-pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<Cipher, StartError> {
-    let existing = store.master_key_check().await?;
-    let key_file = config.master_key_file.clone().unwrap_or_else(|| config.data_dir.join(secrets::KEY_FILE));
-    let (key, created) = MasterKey::load(config.master_key.as_ref(), &key_file, existing.is_none())?;
-    if created {
-        tracing::info!(path = %key_file.display(), "created a new master key file (mode 0600): back it up");
-    }
-    let cipher = Cipher::new(&key);
-    let check = match existing {
-        Some(check) => check,
-        None => store.init_master_key_check(&cipher.key_check()?).await?,
-    };
-    cipher.verify_key_check(&check)?;
-    Ok(cipher)
 }
 
 impl Credentials {
@@ -183,23 +161,21 @@ impl Credentials {
         vault_id: &str,
         credential_id: &str,
         mut change: F,
-    ) -> crate::error::ApiResult<CredentialRecord>
+    ) -> crate::Result<CredentialRecord>
     where
-        F: FnMut(&Cipher, &CredentialRecord) -> crate::error::ApiResult<CredentialRecord>,
+        F: FnMut(&Cipher, &CredentialRecord) -> crate::Result<CredentialRecord>,
     {
         let lock = self.lock_for(credential_id);
         let _held = lock.lock().await;
         for _ in 0..WRITE_ATTEMPTS {
             let Some(current) = self.inner.store.get_credential(org_id, vault_id, credential_id).await? else {
-                return Err(crate::error::ApiError::not_found("credential", credential_id));
+                return Err(crate::Error::not_found("credential", credential_id));
             };
             let next = change(&self.inner.cipher, &current)?;
             if self.inner.store.update_credential(org_id, &next).await? {
                 return Ok(next);
             }
         }
-        Err(crate::error::ApiError::Conflict(format!(
-            "credential '{credential_id}' is being changed concurrently; try again"
-        )))
+        Err(crate::Error::Conflict(format!("credential '{credential_id}' is being changed concurrently; try again")))
     }
 }

@@ -5,7 +5,7 @@
 //! environment credentials a stdio server's `env_vars` select.
 
 use crate::credentials::{Credentials, McpCredential};
-use crate::error::{ApiError, ApiResult};
+use crate::{Error, Result};
 use base64::Engine as _;
 use engine::mcp_connect::{CredentialFailure, InlineSecrets, McpCredentials, VaultToken};
 use protocol::environment::VaultCredentialBinding;
@@ -40,7 +40,7 @@ pub fn seal_session_secrets(
     org_id: &str,
     record: &mut SessionRecord,
     tools_replaced: bool,
-) -> ApiResult<()> {
+) -> Result<()> {
     let mut found: BTreeMap<String, Stored> = BTreeMap::new();
     for tool in &mut record.agent.config.tools {
         if let ToolParam::Mcp(m) = tool
@@ -58,12 +58,11 @@ pub fn seal_session_secrets(
         }
         return Ok(());
     }
-    let plain = Zeroizing::new(
-        serde_json::to_vec(&found).map_err(|e| ApiError::Internal(format!("encoding MCP secrets: {e}")))?,
-    );
+    let plain =
+        Zeroizing::new(serde_json::to_vec(&found).map_err(|e| Error::Internal(format!("encoding MCP secrets: {e}")))?);
     let sealed = cipher
         .seal(&plain, &aad(org_id, record.id))
-        .map_err(|e| ApiError::Internal(format!("sealing the session's MCP secrets failed: {e}")))?;
+        .map_err(|e| Error::Internal(format!("sealing the session's MCP secrets failed: {e}")))?;
     record.sealed_mcp_secrets = Some(base64::engine::general_purpose::STANDARD.encode(sealed));
     Ok(())
 }

@@ -1,11 +1,8 @@
 //! [`CredentialError`]: why a credential cannot be used. Every message names
-//! the credential (or vault, or URL) and never a secret. It renders as the
-//! usual error body; a missing vault in `vault_ids` is a 404 naming the field.
+//! the credential (or vault, or URL) and never a secret. As an [`Error`], a
+//! missing vault in `vault_ids` is a 404 naming the field.
 
-use crate::error::ApiError;
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use protocol::error::{ErrorBody, ErrorObject};
+use crate::Error;
 
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -64,37 +61,23 @@ impl CredentialError {
     }
 }
 
-impl From<CredentialError> for ApiError {
+impl From<CredentialError> for Error {
     fn from(e: CredentialError) -> Self {
         let param = e.param().map(str::to_string);
         match e {
             CredentialError::Store(s) => s.into(),
             e @ (CredentialError::Open(_) | CredentialError::Seal(_) | CredentialError::HttpClient(_)) => {
-                ApiError::Internal(e.to_string())
+                Error::Internal(e.to_string())
             }
-            e @ (CredentialError::VaultNotFound { .. }
-            | CredentialError::BindingNotFound { .. }
-            | CredentialError::NotAttached { .. }
-            | CredentialError::Gone { .. }) => ApiError::Invalid { param, code: "not_found", message: e.to_string() },
-            e => ApiError::Invalid { param, code: "invalid_value", message: e.to_string() },
-        }
-    }
-}
-
-impl IntoResponse for CredentialError {
-    fn into_response(self) -> Response {
-        match self {
             // 404 like any other organization's (or unknown) id, naming the field.
-            e @ CredentialError::VaultNotFound { .. } => {
-                let error = ErrorObject {
-                    kind: "not_found_error".into(),
-                    code: Some("not_found".into()),
-                    message: e.to_string(),
-                    param: e.param().map(str::to_string),
-                };
-                (StatusCode::NOT_FOUND, axum::Json(ErrorBody { error })).into_response()
+            CredentialError::VaultNotFound { param, vault_id } => {
+                let message = CredentialError::VaultNotFound { param: param.clone(), vault_id }.to_string();
+                Error::MissingReference { param, message }
             }
-            other => ApiError::from(other).into_response(),
+            e @ (CredentialError::BindingNotFound { .. }
+            | CredentialError::NotAttached { .. }
+            | CredentialError::Gone { .. }) => Error::Invalid { param, code: "not_found", message: e.to_string() },
+            e => Error::Invalid { param, code: "invalid_value", message: e.to_string() },
         }
     }
 }

@@ -4,8 +4,8 @@
 //! not open. Also: building a new credential record and applying a rotation.
 
 use super::CredentialError;
-use crate::error::{ApiError, ApiResult};
 use crate::now;
+use crate::{Error, Result};
 use chrono::{DateTime, SecondsFormat, Utc};
 use protocol::Metadata;
 use protocol::agent::Patch;
@@ -49,9 +49,9 @@ impl Sealed {
 }
 
 /// Parses an RFC 3339 expiry into Unix seconds and its normalized UTC form.
-pub(crate) fn parse_expiry(param: &str, text: &str) -> ApiResult<(i64, String)> {
+pub(crate) fn parse_expiry(param: &str, text: &str) -> Result<(i64, String)> {
     let at = DateTime::parse_from_rfc3339(text)
-        .map_err(|_| ApiError::invalid(param, format!("'{text}' is not an RFC 3339 timestamp")))?;
+        .map_err(|_| Error::invalid(param, format!("'{text}' is not an RFC 3339 timestamp")))?;
     let utc = at.with_timezone(&Utc);
     Ok((utc.timestamp(), utc.to_rfc3339_opts(SecondsFormat::Secs, true)))
 }
@@ -66,7 +66,7 @@ pub(crate) fn format_expiry(seconds: i64) -> Option<String> {
     DateTime::<Utc>::from_timestamp(seconds, 0).map(|t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
 }
 
-fn metadata(m: Option<Metadata>) -> ApiResult<Metadata> {
+fn metadata(m: Option<Metadata>) -> Result<Metadata> {
     let m = m.unwrap_or_default();
     validate::metadata("metadata", &m)?;
     Ok(m)
@@ -78,7 +78,7 @@ pub(crate) fn new_record(
     org_id: &str,
     vault_id: &str,
     req: CredentialCreate,
-) -> ApiResult<CredentialRecord> {
+) -> Result<CredentialRecord> {
     let name = check_name("name", &req.name)?;
     let metadata = metadata(req.metadata)?;
     let mut auth = req.auth.check("auth")?;
@@ -124,7 +124,7 @@ pub(crate) fn rotate(
     org_id: &str,
     record: &CredentialRecord,
     req: &CredentialUpdate,
-) -> ApiResult<CredentialRecord> {
+) -> Result<CredentialRecord> {
     let mut credential = record.credential.clone();
     if let Some(m) = &req.metadata {
         credential.metadata = metadata(Some(m.clone()))?;
@@ -138,9 +138,9 @@ pub(crate) fn rotate(
     Ok(CredentialRecord { credential, version: record.version + 1, sealed })
 }
 
-fn rotate_auth(auth: &mut CredentialAuth, sealed: &mut Sealed, req: &CredentialAuthRotate) -> ApiResult<()> {
+fn rotate_auth(auth: &mut CredentialAuth, sealed: &mut Sealed, req: &CredentialAuthRotate) -> Result<()> {
     if auth.kind() != req.kind() {
-        return Err(ApiError::invalid(
+        return Err(Error::invalid(
             "auth.type",
             format!("this credential is {}; a rotation must use type '{}'", auth.kind(), auth.kind()),
         ));
@@ -167,7 +167,7 @@ fn rotate_auth(auth: &mut CredentialAuth, sealed: &mut Sealed, req: &CredentialA
             }
             if let Some(r) = refresh {
                 let Some(current) = o.refresh.as_mut() else {
-                    return Err(ApiError::invalid(
+                    return Err(Error::invalid(
                         "auth.refresh",
                         "this credential has no refresh configuration; create a new credential to add one",
                     ));
@@ -194,7 +194,7 @@ fn rotate_auth(auth: &mut CredentialAuth, sealed: &mut Sealed, req: &CredentialA
                         }
                     };
                     if kind != current.token_endpoint_auth {
-                        return Err(ApiError::invalid(
+                        return Err(Error::invalid(
                             "auth.refresh.token_endpoint_auth.type",
                             "the token endpoint authentication method cannot change; create a new credential",
                         ));

@@ -1,0 +1,317 @@
+//! Environments: one sandbox with files, processes and setup, shareable by
+//! many sessions. Checking a configuration, creating standalone ones,
+//! deleting them with everything they run, and their live files (a direct
+//! file operation initializes the sandbox if nothing has yet).
+
+use crate::{App, Error, Result, now};
+use base64::Engine as _;
+use protocol::environment::{
+    EnvironmentConfig, EnvironmentCreate, EnvironmentFile, EnvironmentRecord, EnvironmentStatus, FileParam, HostedFile,
+    NetworkAccess,
+};
+use protocol::list::{Order, PageRequest};
+use std::sync::Arc;
+use store::Page;
+
+/// Most entries in `allowed_domains` or `blocked_domains`.
+const MAX_DOMAINS: usize = 256;
+/// Largest inline file accepted, decoded.
+pub const MAX_FILE_BYTES: usize = 32 << 20;
+/// Most files a listing walks below its path.
+const MAX_LISTED: usize = 100_000;
+
+/// Checks a path for the environment: under `/workspace`, no `..`.
+pub fn check_path(param: &str, path: &str) -> Result<String> {
+    let full = if path.starts_with('/') { path.to_string() } else { format!("/workspace/{path}") };
+    let inside = full == "/workspace" || full.starts_with("/workspace/");
+    if !inside || full.split('/').any(|c| c == "..") || full.contains('\0') {
+        return Err(Error::invalid(param, format!("'{path}' is not a path under /workspace")));
+    }
+    Ok(full)
+}
+
+fn decode(param: &str, data: &str) -> Result<Vec<u8>> {
+    if data.len() > MAX_FILE_BYTES / 3 * 4 + 4 {
+        return Err(Error::TooLarge(format!("{param}: files are limited to {MAX_FILE_BYTES} bytes")));
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(data)
+        .map_err(|e| Error::invalid(param, format!("data must be base64: {e}")))
+}
+
+fn new_file(path: String, size_bytes: u64) -> HostedFile {
+    HostedFile { id: format!("file_{}", uuid::Uuid::new_v4().simple()), path, size_bytes, kind: "inline".into() }
+}
+
+/// Checks an environment configuration; returns its registered files.
+pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFile>> {
+    let p = |f: &str| format!("{prefix}.{f}");
+    if c.environment_id.is_some() {
+        return Err(Error::unsupported(
+            p("environment_id"),
+            "use {\"type\": \"reference\", \"environment_id\": …} to share an environment",
+        ));
+    }
+    if let Some(size) = &c.container_size
+        && engine::environments::size_limits(sandbox::Limits::default(), Some(size)).is_none()
+    {
+        return Err(Error::invalid(p("container_size"), "must be one of small, medium, large"));
+    }
+    if c.environment_template_id.is_some() {
+        return Err(Error::unsupported(p("environment_template_id"), "environment templates are not supported"));
+    }
+    if c.desktop.as_ref().is_some_and(|d| d.enabled) {
+        return Err(Error::unsupported(p("desktop.enabled"), "desktops are not offered by this server"));
+    }
+    if c.plugins.as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(Error::unsupported(p("plugins"), "plugins are not supported"));
+    }
+    if c.skills.as_ref().is_some_and(|v| !v.is_empty()) {
+        return Err(Error::unsupported(p("skills"), "skills are not supported"));
+    }
+    if let Some(n) = &c.network {
+        let (allowed, blocked) =
+            (n.allowed_domains.as_deref().unwrap_or(&[]), n.blocked_domains.as_deref().unwrap_or(&[]));
+        if n.access != NetworkAccess::Restricted && !(allowed.is_empty() && blocked.is_empty()) {
+            return Err(Error::invalid(p("network"), "allowed_domains and blocked_domains need access: restricted"));
+        }
+        for (field, list) in [("allowed_domains", allowed), ("blocked_domains", blocked)] {
+            if list.len() > MAX_DOMAINS {
+                return Err(Error::invalid(p(&format!("network.{field}")), format!("at most {MAX_DOMAINS} domains")));
+            }
+            for (i, d) in list.iter().enumerate() {
+                sandbox::egress::policy::parse_domain(d)
+                    .map_err(|e| Error::invalid(p(&format!("network.{field}[{i}]")), e))?;
+            }
+        }
+        if !allowed.is_empty() && !blocked.is_empty() {
+            return Err(Error::invalid(p("network.blocked_domains"), "cannot be combined with allowed_domains"));
+        }
+    }
+    for (k, _) in c.env.iter().flatten() {
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            return Err(Error::invalid(p(&format!("env.{k}")), "not a valid variable name"));
+        }
+    }
+    for (i, s) in c.setup_commands.iter().flatten().enumerate() {
+        protocol::validate::text(&p(&format!("setup_commands[{i}].command")), &s.command, 1, 64 * 1024)?;
+        if let Some(cwd) = &s.cwd {
+            check_path(&p(&format!("setup_commands[{i}].cwd")), cwd)?;
+        }
+    }
+    let mut files = Vec::new();
+    let mut total = 0usize;
+    for (i, f) in c.files.iter().flatten().enumerate() {
+        match f {
+            FileParam::FileId { .. } => {
+                return Err(Error::unsupported(
+                    p(&format!("files[{i}].type")),
+                    "uploaded file ids are not supported; send inline data",
+                ));
+            }
+            FileParam::Inline { path, data } => {
+                let full = check_path(&p(&format!("files[{i}].path")), path)?;
+                let bytes = decode(&p(&format!("files[{i}].data")), data)?;
+                total += bytes.len();
+                if total > MAX_FILE_BYTES {
+                    return Err(Error::TooLarge(format!(
+                        "{prefix}.files: inline files are limited to {MAX_FILE_BYTES} bytes in all"
+                    )));
+                }
+                files.push(new_file(full, bytes.len() as u64));
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// A new pending environment record.
+pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<String>) -> EnvironmentRecord {
+    EnvironmentRecord {
+        id: format!("env_{}", uuid::Uuid::new_v4().simple()),
+        created_at: now(),
+        status: EnvironmentStatus::Pending,
+        error: None,
+        owner_session: owner,
+        shared: false,
+        metadata: Default::default(),
+        config,
+        files,
+        setup_log: None,
+        vault_ids: Vec::new(),
+    }
+}
+
+/// Maps a sandbox error to the caller's error.
+pub fn sandbox_error(param: &str, e: sandbox::Error) -> Error {
+    match e.http_status() {
+        400 => Error::invalid(param, e.to_string()),
+        404 => Error::NotFound(e.to_string()),
+        413 => Error::TooLarge(e.to_string()),
+        _ => Error::Internal(e.to_string()),
+    }
+}
+
+/// A file to put into an environment (`POST …/files`).
+#[derive(Debug, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum FileCreate {
+    Inline { path: String, data: String },
+    FileId { path: String, file_id: String },
+}
+
+/// Which files of an environment to list.
+#[derive(Debug, Clone)]
+pub struct FileQuery {
+    /// An absolute or `/workspace`-relative directory.
+    pub path: String,
+    pub limit: usize,
+    pub order: Order,
+    /// The last path of the previous page.
+    pub page: Option<String>,
+}
+
+/// One page of files: `(path, size)` and the next page's token.
+#[derive(Debug, Clone)]
+pub struct FilePage {
+    pub files: Vec<(String, u64)>,
+    pub has_more: bool,
+    pub next: Option<String>,
+}
+
+/// The environments of one organization.
+pub struct Service<'a> {
+    pub(crate) app: &'a App,
+    pub(crate) org: &'a str,
+}
+
+impl Service<'_> {
+    /// The environment, or 404.
+    pub async fn get(&self, id: &str) -> Result<EnvironmentRecord> {
+        self.app.store.get_environment(self.org, id).await?.ok_or_else(|| Error::not_found("environment", id))
+    }
+
+    /// Checks that every `vault_credentials` binding names an environment
+    /// credential of this organization (the values are not kept here).
+    pub async fn check_bindings(&self, prefix: &str, c: &EnvironmentConfig) -> Result<()> {
+        let Some(bindings) = c.vault_credentials.as_ref().filter(|b| !b.is_empty()) else { return Ok(()) };
+        match self.app.credentials.resolve_environment_credentials(self.org, bindings).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match Error::from(e) {
+                Error::Invalid { param: Some(p), code, message } => {
+                    Error::Invalid { param: Some(format!("{prefix}.{p}")), code, message }
+                }
+                other => other,
+            }),
+        }
+    }
+
+    /// A standalone environment, `pending` until first used.
+    pub async fn create(&self, req: EnvironmentCreate) -> Result<EnvironmentRecord> {
+        let files = check_config("environment", &req.environment.config)?;
+        self.check_bindings("environment", &req.environment.config).await?;
+        let metadata = req.metadata.unwrap_or_default();
+        protocol::validate::metadata("metadata", &metadata)?;
+        let mut record = new_record(req.environment.config, files, None);
+        record.metadata = metadata;
+        record.vault_ids = req.vault_ids.unwrap_or_default();
+        self.app.store.put_environment(self.org, &record).await?;
+        Ok(record)
+    }
+
+    pub async fn list(&self, page: &PageRequest) -> Result<Page<EnvironmentRecord>> {
+        Ok(self.app.store.list_environments(self.org, page).await?)
+    }
+
+    /// Deletes an environment no session is attached to.
+    pub async fn delete(&self, id: &str) -> Result<()> {
+        self.get(id).await?;
+        let attached = self.app.store.sessions_on_environment(self.org, id).await?;
+        if attached > 0 {
+            return Err(Error::Conflict(format!(
+                "environment '{id}' still has {attached} attached session(s); delete them first"
+            )));
+        }
+        self.remove(id).await
+    }
+
+    /// Stops everything in an environment and deletes it with its files.
+    pub(crate) async fn remove(&self, id: &str) -> Result<()> {
+        // Its MCP brokers (stdio servers in the sandbox) end with it; the sandbox id is the environment's.
+        self.app.mcp.remove_sandbox(id).await;
+        self.app.envs.destroy(id, true).await;
+        self.app.store.delete_environment(self.org, id).await?;
+        Ok(())
+    }
+
+    async fn sandbox(&self, id: &str) -> Result<Arc<dyn sandbox::Sandbox>> {
+        self.get(id).await?;
+        self.app.envs.sandbox(self.org, id).await.map_err(|e| Error::Conflict(e.message))
+    }
+
+    /// Writes one file into the environment's sandbox.
+    pub async fn write_file(&self, id: &str, req: FileCreate) -> Result<EnvironmentFile> {
+        let (path, data) = match req {
+            FileCreate::Inline { path, data } => (check_path("path", &path)?, decode("data", &data)?),
+            FileCreate::FileId { .. } => {
+                return Err(Error::unsupported("type", "uploaded file ids are not supported; send inline data"));
+            }
+        };
+        if data.len() > MAX_FILE_BYTES {
+            return Err(Error::TooLarge(format!("files are limited to {MAX_FILE_BYTES} bytes")));
+        }
+        let sandbox = self.sandbox(id).await?;
+        let size = data.len() as u64;
+        sandbox.write_file(&path, data).await.map_err(|e| sandbox_error("path", e))?;
+        let file = new_file(path.clone(), size);
+        self.app
+            .envs
+            .update(self.org, id, |r| {
+                r.files.retain(|f| f.path != file.path);
+                r.files.push(file);
+            })
+            .await?;
+        Ok(EnvironmentFile {
+            environment_id: id.to_string(),
+            object: "agent.environment.file".into(),
+            path,
+            size_bytes: size,
+        })
+    }
+
+    /// The files below a directory of the sandbox, sorted by path.
+    pub async fn list_files(&self, id: &str, query: FileQuery) -> Result<FilePage> {
+        let root = check_path("path", &query.path)?;
+        let sandbox = self.sandbox(id).await?;
+        let mut files = Vec::new();
+        let mut stack = vec![root];
+        while let Some(dir) = stack.pop() {
+            for entry in sandbox.list_dir(&dir).await.map_err(|e| sandbox_error("path", e))? {
+                let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
+                match entry.kind {
+                    sandbox::FileKind::Dir => stack.push(path),
+                    _ => files.push((path, entry.size)),
+                }
+                if files.len() > MAX_LISTED {
+                    return Err(Error::invalid("path", "too many files below this path; narrow it"));
+                }
+            }
+        }
+        files.sort();
+        if query.order == Order::Desc {
+            files.reverse();
+        }
+        let start = match &query.page {
+            Some(token) => files
+                .iter()
+                .position(|(p, _)| p == token)
+                .map(|i| i + 1)
+                .ok_or_else(|| Error::invalid("page", "unknown page token"))?,
+            None => 0,
+        };
+        let page: Vec<(String, u64)> = files.iter().skip(start).take(query.limit).cloned().collect();
+        let has_more = start + page.len() < files.len();
+        let next = if has_more { page.last().map(|(p, _)| p.clone()) } else { None };
+        Ok(FilePage { files: page, has_more, next })
+    }
+}

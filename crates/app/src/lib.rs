@@ -1,0 +1,79 @@
+//! The application layer: what rebyte does, whichever API asks. The HTTP
+//! handlers parse a request, call one function here, and render its answer;
+//! the validation, the orchestration across engine, environments and store,
+//! the events a change publishes, and read-your-writes live here.
+//!
+//! # Layout
+//! - [`App`]: the services, one per resource, each for one organization
+//!   (`app.sessions(org).create(…)`): [`agents`], [`sessions`], [`turns`]
+//!   (inputs, turns and items), [`environments`] (and their files),
+//!   [`artifacts`], [`vaults`] (and their credentials).
+//! - [`error`]: [`Error`], what an operation answers when it cannot be done.
+//! - [`keys`]: organizations and `rbk_` keys (minting, hashing, lookup).
+//! - [`credentials`]: vault credentials at run time (MCP credential choice,
+//!   OAuth refresh, environment credentials) and sealing what vaults store.
+//! - [`mcp_secrets`]: session-level MCP secrets sealed at rest, and the
+//!   credentials the engine's MCP tools ask for at turn time.
+//!
+//! Data flows one way: app → engine → store. Nothing here knows HTTP.
+
+pub mod agents;
+pub mod artifacts;
+pub mod credentials;
+pub mod environments;
+pub mod error;
+pub mod keys;
+pub mod mcp_secrets;
+pub mod sessions;
+pub mod turns;
+pub mod vaults;
+
+pub use error::{Error, Result};
+
+use credentials::Credentials;
+use engine::Engine;
+use std::sync::Arc;
+use store::Store;
+
+/// The application: what every service shares. Cheap to clone (all `Arc`).
+#[derive(Clone)]
+pub struct App {
+    pub store: Arc<dyn Store>,
+    pub engine: Engine,
+    pub envs: Arc<engine::environments::Environments>,
+    /// Vault credentials: sealing, choice, OAuth refresh.
+    pub credentials: Credentials,
+    /// Every MCP connection: closed when sessions and environments are deleted.
+    pub mcp: Arc<mcp::Hub>,
+}
+
+impl App {
+    pub fn agents<'a>(&'a self, org: &'a str) -> agents::Service<'a> {
+        agents::Service { app: self, org }
+    }
+
+    pub fn sessions<'a>(&'a self, org: &'a str) -> sessions::Service<'a> {
+        sessions::Service { app: self, org }
+    }
+
+    pub fn turns<'a>(&'a self, org: &'a str) -> turns::Service<'a> {
+        turns::Service { app: self, org }
+    }
+
+    pub fn environments<'a>(&'a self, org: &'a str) -> environments::Service<'a> {
+        environments::Service { app: self, org }
+    }
+
+    pub fn artifacts<'a>(&'a self, org: &'a str) -> artifacts::Service<'a> {
+        artifacts::Service { app: self, org }
+    }
+
+    pub fn vaults<'a>(&'a self, org: &'a str) -> vaults::Service<'a> {
+        vaults::Service { app: self, org }
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64)
+}

@@ -1,0 +1,146 @@
+//! Turns (= Responses), their items, and the inputs that drive them: input
+//! messages become turns (committed `queued` before the caller is answered),
+//! cancels and client tool results reach the running turn, and an
+//! `Idempotency-Key` makes a retried submission change nothing.
+
+use crate::{App, Error, Result, now};
+use engine::turn::ToolResult;
+use protocol::event::InputEvent;
+use protocol::item::{Content, InputMessage, Item};
+use protocol::list::PageRequest;
+use protocol::session::SessionRecord;
+use protocol::turn::Turn;
+use store::Page;
+use uuid::Uuid;
+
+/// Longest `Idempotency-Key` accepted.
+const MAX_IDEMPOTENCY_KEY: usize = 256;
+
+/// Checks input messages and turns them into content lists.
+pub fn input_messages(param: &str, input: Vec<InputMessage>) -> Result<Vec<Vec<Content>>> {
+    protocol::item::Input::Messages(input).into_messages().map_err(|m| Error::invalid(param, m))
+}
+
+/// One checked input, ready to apply.
+enum Planned {
+    Message(Vec<Vec<Content>>),
+    Cancel,
+    ToolResult(String, ToolResult),
+}
+
+fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
+    if events.is_empty() {
+        return Err(Error::invalid("events", "at least one event is required"));
+    }
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| match event {
+            InputEvent::Message { input } => {
+                Ok(Planned::Message(input_messages(&format!("events[{i}].input"), input)?))
+            }
+            InputEvent::Cancel {} => Ok(Planned::Cancel),
+            InputEvent::ToolResult { turn_id, call_id, success, output, error } => {
+                Ok(Planned::ToolResult(turn_id, ToolResult { call_id, success, output, error }))
+            }
+            InputEvent::McpApprovalRequestResult { .. } => {
+                Err(Error::unsupported(format!("events[{i}].type"), "this server issues no MCP approval requests"))
+            }
+        })
+        .collect()
+}
+
+/// The turns of one organization's sessions.
+pub struct Service<'a> {
+    pub(crate) app: &'a App,
+    pub(crate) org: &'a str,
+}
+
+impl Service<'_> {
+    /// Queues one turn's input (committed before this returns).
+    pub async fn submit(&self, session: &SessionRecord, messages: Vec<Vec<Content>>, background: bool) -> Result<Turn> {
+        Ok(self.app.engine.submit_input(self.org, session, messages, background).await?)
+    }
+
+    /// Applies a session's input events in order. With an idempotency key,
+    /// a retry of a submission that was applied changes nothing; a failed one
+    /// did not happen, so its key may be used again.
+    pub async fn apply(&self, session_id: Uuid, events: Vec<InputEvent>, key: Option<&str>) -> Result<()> {
+        let session = self.app.sessions(self.org).get(session_id).await?;
+        let planned = plan(events)?;
+        if let Some(key) = key {
+            if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
+                return Err(Error::invalid("Idempotency-Key", "must be 1 to 256 characters"));
+            }
+            if !self.app.store.claim_idempotency_key(self.org, session.id, key, now()).await? {
+                return Ok(());
+            }
+        }
+        let outcome = self.apply_planned(&session, planned).await;
+        if let (Err(_), Some(key)) = (&outcome, key) {
+            self.app.store.release_idempotency_key(self.org, session.id, key).await?;
+        }
+        outcome
+    }
+
+    async fn apply_planned(&self, session: &SessionRecord, planned: Vec<Planned>) -> Result<()> {
+        for p in planned {
+            match p {
+                Planned::Message(messages) => {
+                    self.submit(session, messages, false).await?;
+                }
+                Planned::Cancel => {
+                    self.app.engine.cancel(self.org, session.id, None).await?;
+                }
+                Planned::ToolResult(turn_id, result) => {
+                    self.app.engine.submit_tool_result(session.id, &turn_id, result)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A turn of a session, or 404.
+    pub async fn get(&self, session_id: Uuid, turn_id: &str) -> Result<Turn> {
+        let not_found = || Error::not_found("turn", turn_id);
+        let id = Uuid::parse_str(turn_id).map_err(|_| not_found())?;
+        self.app.engine.flush().await?;
+        let turn = self.app.store.get_turn(self.org, id).await?.ok_or_else(not_found)?;
+        if turn.session_id != session_id.to_string() {
+            return Err(not_found());
+        }
+        Ok(turn)
+    }
+
+    /// A turn by its id alone, with its session (the Responses API's view).
+    pub async fn find(&self, turn_id: Uuid) -> Result<Option<(SessionRecord, Turn)>> {
+        self.app.engine.flush().await?;
+        let Some(turn) = self.app.store.get_turn(self.org, turn_id).await? else { return Ok(None) };
+        let session_id = Uuid::parse_str(&turn.session_id).map_err(|e| Error::Internal(e.to_string()))?;
+        match self.app.store.get_session(self.org, session_id).await? {
+            Some(session) => Ok(Some((session, turn))),
+            None => Ok(None),
+        }
+    }
+
+    pub async fn list(&self, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>> {
+        let session = self.app.sessions(self.org).get(session_id).await?;
+        Ok(self.app.store.list_turns(self.org, session.id, page).await?)
+    }
+
+    /// A session's items, or one turn's.
+    pub async fn items(&self, session_id: Uuid, turn_id: Option<&str>, page: &PageRequest) -> Result<Page<Item>> {
+        let session = self.app.sessions(self.org).get(session_id).await?;
+        let turn = match turn_id {
+            Some(id) => Some(self.get(session.id, id).await?),
+            None => None,
+        };
+        Ok(self.app.store.list_items(self.org, session.id, turn.as_ref().map(|t| t.id.as_str()), page).await?)
+    }
+
+    /// Every item of one turn, in order.
+    pub async fn turn_items(&self, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+        self.app.engine.flush().await?;
+        Ok(self.app.store.turn_items(self.org, session_id, turn_id).await?)
+    }
+}

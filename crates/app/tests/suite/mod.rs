@@ -1,0 +1,4 @@
+//! The suites, by service.
+
+mod sessions;
+mod support;

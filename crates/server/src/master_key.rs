@@ -1,0 +1,26 @@
+//! The master key at start: loaded (or created on a new database) and
+//! checked against the store's key check value before anything is served.
+
+use crate::{Config, StartError};
+use secrets::{Cipher, MasterKey};
+use store::Store;
+
+/// Loads the master key and checks it against the store's key check value.
+/// The key file is created (mode 0600) only on a database that has no key
+/// check yet; a wrong key, or a missing key file for existing data, is an
+/// error.
+pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<Cipher, StartError> {
+    let existing = store.master_key_check().await?;
+    let key_file = config.master_key_file.clone().unwrap_or_else(|| config.data_dir.join(secrets::KEY_FILE));
+    let (key, created) = MasterKey::load(config.master_key.as_ref(), &key_file, existing.is_none())?;
+    if created {
+        tracing::info!(path = %key_file.display(), "created a new master key file (mode 0600): back it up");
+    }
+    let cipher = Cipher::new(&key);
+    let check = match existing {
+        Some(check) => check,
+        None => store.init_master_key_check(&cipher.key_check()?).await?,
+    };
+    cipher.verify_key_check(&check)?;
+    Ok(cipher)
+}
