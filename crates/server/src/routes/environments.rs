@@ -255,7 +255,7 @@ async fn sandbox_of(state: &AppState, auth: &Auth, id: &str) -> ApiResult<Arc<dy
 }
 
 /// `POST /v1/agents/environments/{id}/files`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FileCreate {
     Inline { path: String, data: String },
