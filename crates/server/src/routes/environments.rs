@@ -161,6 +161,7 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         config,
         files,
         setup_log: None,
+        setup: None,
         vault_ids: Vec::new(),
     }
 }

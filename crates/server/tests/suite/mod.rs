@@ -6,6 +6,7 @@ mod bad_input;
 mod conversations;
 mod environment_packages;
 mod environment_runtime;
+mod environment_setup;
 mod environments;
 mod mcp;
 mod openapi;
