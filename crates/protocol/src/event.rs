@@ -112,7 +112,7 @@ pub struct EnvironmentState {
     pub setup: Option<crate::environment::EnvironmentSetup>,
 }
 
-/// Why an environment failed, in [`EnvironmentState`].
+/// Why an environment failed (the `error` of its state in events).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvironmentStateError {
     pub code: String,
