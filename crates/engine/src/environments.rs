@@ -253,18 +253,19 @@ impl Environments {
         }
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,
-            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, None).await),
+            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
         };
         if first {
             let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
             let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
             match progress.record_while(self, org_id, env_id, setup).await {
                 Ok(log) => {
+                    let ended = progress.finish(SetupState::Completed, now());
                     self.update(org_id, env_id, |r| {
                         r.status = EnvironmentStatus::Ready;
                         r.setup_log = Some(log.log);
-                        if let Some(setup) = &mut r.setup {
-                            setup.end(SetupState::Completed, now());
+                        if let Some((setup, _)) = ended {
+                            r.setup = Some(setup);
                         }
                     })
                     .await
@@ -277,7 +278,7 @@ impl Environments {
                         sandbox::Error::Setup(f) => (f.step.clone(), Some(f.output.clone()), f.reason.clone()),
                         other => ("setup".to_string(), None, other.to_string()),
                     };
-                    return Err(self.fail(org_id, env_id, &step, message, output, Some(progress.log())).await);
+                    return Err(self.fail(org_id, env_id, &step, message, output, progress).await);
                 }
             }
         } else {
@@ -307,7 +308,8 @@ impl Environments {
         }
     }
 
-    /// Records a final initialization failure (with the setup log so far) and returns it.
+    /// Records a final initialization failure (with where setup was and its
+    /// log so far, if it had started) and returns it.
     async fn fail(
         &self,
         org_id: &str,
@@ -315,19 +317,18 @@ impl Environments {
         step: &str,
         message: String,
         output: Option<String>,
-        log: Option<String>,
+        progress: &SetupProgress,
     ) -> EnvFailure {
+        let ended = progress.finish(SetupState::Failed, now());
         let error =
             EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
         let _ = self
             .update(org_id, env_id, |r| {
                 r.status = EnvironmentStatus::Failed;
                 r.error = Some(error);
-                if let Some(setup) = &mut r.setup {
-                    setup.end(SetupState::Failed, now());
-                }
-                if log.is_some() {
-                    r.setup_log = log;
+                if let Some((setup, log)) = ended {
+                    r.setup = Some(setup);
+                    r.setup_log = Some(log);
                 }
             })
             .await;

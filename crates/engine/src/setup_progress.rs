@@ -8,7 +8,7 @@
 
 use crate::environments::Environments;
 use crate::record::now;
-use protocol::environment::EnvironmentSetup;
+use protocol::environment::{EnvironmentSetup, SetupState};
 use sandbox::{LogBuffer, SetupEvent};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -97,9 +97,14 @@ impl SetupProgress {
         Watch { setup: state.setup.clone(), log: state.log.as_str().to_string(), updates: self.tx.subscribe() }
     }
 
-    /// The log so far.
-    pub fn log(&self) -> String {
-        self.lock().log.as_str().to_string()
+    /// Setup ended in `state`: where it was and its whole log, if it had begun.
+    /// What the record keeps, whichever progress was last written.
+    pub fn finish(&self, outcome: SetupState, at: i64) -> Option<(EnvironmentSetup, String)> {
+        let mut state = self.lock();
+        state.dirty = false;
+        let State { setup: Some(setup), log, .. } = &mut *state else { return None };
+        setup.end(outcome, at);
+        Some((setup.clone(), log.as_str().to_string()))
     }
 
     /// What changed since the last call.
