@@ -885,8 +885,11 @@ def test_a_failing_setup_fails_the_environment_with_its_output_and_is_final(clie
     assert body["error"]["message"].count("echo attempt") == 1, "once: " + body["error"]["message"]
     assert [e.type for e in events][-2:] == ["agent.session.turn.failed", "agent.session.idle"]
     env_events = [e for e in events if e.type.startswith("agent.session.environment.")]
-    assert [e.type for e in env_events] == ["agent.session.environment.pending", "agent.session.environment.failed"]
-    state = conforms(env_events[1])["environment"]
+    # Pending when the turn starts waiting, again with each piece of setup output (issue 10), then failed.
+    assert {e.type for e in env_events[:-1]} == {"agent.session.environment.pending"}
+    assert env_events[-1].type == "agent.session.environment.failed"
+    assert "broken\n" in "".join(conforms(e).get("setup_output", "") for e in env_events[:-1])
+    state = conforms(env_events[-1])["environment"]
     assert (state["id"], state["status"], state["error"]["code"]) == (env.id, "failed", "sandbox_error"), state
     assert "echo attempt" in state["error"]["message"]
 

@@ -138,6 +138,7 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         config,
         files,
         setup_log: None,
+        setup: None,
         vault_ids: Vec::new(),
     }
 }
@@ -153,7 +154,7 @@ pub fn sandbox_error(param: &str, e: sandbox::Error) -> Error {
 }
 
 /// A file to put into an environment (`POST …/files`).
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FileCreate {
     Inline { path: String, data: String },

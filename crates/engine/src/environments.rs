@@ -1,10 +1,15 @@
 //! The environment manager: one sandbox per environment, initialized lazily
 //! and exactly once however many sessions and file requests ask at the same
 //! time (single-flight, in a task of its own so that a cancelled caller does
-//! not cancel setup), paused after idling and resumed on use.
+//! not cancel setup), paused after idling and resumed on use. While setup
+//! runs, its progress ([`SetupProgress`]) is on the record and can be watched.
 
+use crate::record::now;
+use crate::setup_progress::{SetupProgress, Watch};
 use futures::future::{BoxFuture, FutureExt, Shared};
-use protocol::environment::{EnvironmentError, EnvironmentRecord, EnvironmentStatus, FileParam, NetworkAccess};
+use protocol::environment::{
+    EnvironmentError, EnvironmentRecord, EnvironmentSetup, EnvironmentStatus, FileParam, NetworkAccess, SetupState,
+};
 use sandbox::{Backend, NetworkPolicy, Sandbox, SandboxSpec, SetupFile, SetupSpec};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -58,6 +63,8 @@ type Init = Shared<BoxFuture<'static, Result<Arc<dyn Sandbox>, EnvFailure>>>;
 struct Live {
     org_id: String,
     init: Option<Init>,
+    /// The progress of the initialization running, if one is.
+    setup: Option<Arc<SetupProgress>>,
     last_used: Option<Instant>,
     paused: bool,
 }
@@ -109,6 +116,7 @@ impl Environments {
             let entry = live.entry(env_id.to_string()).or_insert_with(|| Live {
                 org_id: org_id.to_string(),
                 init: None,
+                setup: None,
                 last_used: None,
                 paused: false,
             });
@@ -118,7 +126,16 @@ impl Environments {
                 None => {
                     let this = Arc::clone(self);
                     let (org, env) = (org_id.to_string(), env_id.to_string());
-                    let task = tokio::spawn(async move { this.initialize(&org, &env).await });
+                    // Made here, not in the task, so a turn watching right after this call finds it.
+                    let progress = Arc::new(SetupProgress::default());
+                    entry.setup = Some(Arc::clone(&progress));
+                    let task = tokio::spawn(async move {
+                        let out = this.initialize(&org, &env, &progress).await;
+                        if let Some(live) = this.live().get_mut(&env) {
+                            live.setup = None;
+                        }
+                        out
+                    });
                     let init: Init = async move {
                         task.await.unwrap_or_else(|e| {
                             Err(EnvFailure::new("sandbox_error", format!("initialization panicked: {e}")))
@@ -155,13 +172,23 @@ impl Environments {
         });
     }
 
+    /// The progress of the environment's initialization, while one runs here.
+    pub fn watch_setup(&self, env_id: &str) -> Option<Watch> {
+        Some(self.live().get(env_id)?.setup.as_ref()?.watch())
+    }
+
     /// The sandbox if it is already running on this server (never initializes).
     pub fn running(&self, env_id: &str) -> Option<Arc<dyn Sandbox>> {
         let live = self.live();
         live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
     }
 
-    async fn initialize(&self, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+    async fn initialize(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        progress: &SetupProgress,
+    ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let store_err = |e: store::Error| EnvFailure::new("internal_error", e.to_string());
         let record = self.store.get_environment(org_id, env_id).await.map_err(store_err)?;
         let record = record
@@ -181,8 +208,17 @@ impl Environments {
         // Setup runs once in an environment's life: a restart recreates the
         // sandbox over the same files without repeating it.
         let first = matches!(record.status, EnvironmentStatus::Pending | EnvironmentStatus::Initializing);
+        let setup_spec = self.setup_spec(&record);
         if first {
-            self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Initializing).await.map_err(store_err)?;
+            let setup = EnvironmentSetup::started(now(), u32::try_from(setup_spec.step_count()).unwrap_or(u32::MAX));
+            progress.begin(setup.clone());
+            self.update(org_id, env_id, |r| {
+                r.status = EnvironmentStatus::Initializing;
+                r.setup = Some(setup);
+                r.setup_log = None;
+            })
+            .await
+            .map_err(store_err)?;
         }
         let dir = self.config.root.join(env_id);
         let workspace = dir.join("workspace");
@@ -217,14 +253,20 @@ impl Environments {
         }
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,
-            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None).await),
+            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
         };
         if first {
-            match sandbox::apply_setup(sandbox.as_ref(), &self.setup_spec(&record)).await {
+            let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
+            let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
+            match progress.record_while(self, org_id, env_id, setup).await {
                 Ok(log) => {
+                    let ended = progress.finish(SetupState::Completed, now());
                     self.update(org_id, env_id, |r| {
                         r.status = EnvironmentStatus::Ready;
                         r.setup_log = Some(log.log);
+                        if let Some((setup, _)) = ended {
+                            r.setup = Some(setup);
+                        }
                     })
                     .await
                     .map_err(store_err)?;
@@ -236,7 +278,7 @@ impl Environments {
                         sandbox::Error::Setup(f) => (f.step.clone(), Some(f.output.clone()), f.reason.clone()),
                         other => ("setup".to_string(), None, other.to_string()),
                     };
-                    return Err(self.fail(org_id, env_id, &step, message, output).await);
+                    return Err(self.fail(org_id, env_id, &step, message, output, progress).await);
                 }
             }
         } else {
@@ -266,7 +308,8 @@ impl Environments {
         }
     }
 
-    /// Records a final initialization failure and returns it.
+    /// Records a final initialization failure (with where setup was and its
+    /// log so far, if it had started) and returns it.
     async fn fail(
         &self,
         org_id: &str,
@@ -274,13 +317,19 @@ impl Environments {
         step: &str,
         message: String,
         output: Option<String>,
+        progress: &SetupProgress,
     ) -> EnvFailure {
+        let ended = progress.finish(SetupState::Failed, now());
         let error =
             EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
         let _ = self
             .update(org_id, env_id, |r| {
                 r.status = EnvironmentStatus::Failed;
                 r.error = Some(error);
+                if let Some((setup, log)) = ended {
+                    r.setup = Some(setup);
+                    r.setup_log = Some(log);
+                }
             })
             .await;
         EnvFailure::new("sandbox_error", format!("environment {env_id} failed to initialize at `{step}`: {message}"))

@@ -59,10 +59,14 @@ impl HostedToolsFactory for ServerTools {
         if let Some(connector) = connector {
             // Environment-origin servers wait for the environment: announce it as the tools do.
             let waits = sandbox_tools.as_ref().filter(|_| connector.uses_environment());
-            if let Some(sb) = waits {
-                sb.announce_waiting(rec).await;
-            }
-            let connected = McpTools::connect(connector, cancel).await;
+            let connect = McpTools::connect(connector, cancel);
+            let connected = match waits {
+                Some(sb) => {
+                    let setup = sb.announce_waiting(rec).await;
+                    sb.forward_setup(rec, setup, connect).await
+                }
+                None => connect.await,
+            };
             if let Some(sb) = waits.filter(|_| !cancel.is_cancelled()) {
                 sb.announce_outcome(rec, connected.as_ref().err()).await;
             }

@@ -14,6 +14,8 @@
 //!   files in the environment) and the MCP helpers ([`mcp_tools`] over the
 //!   servers [`mcp_connect`] connects; stdio ones run in the sandbox through
 //!   [`mcp_launch`]).
+//! - [`environments`]: one sandbox per environment, initialized once;
+//!   [`setup_progress`] keeps its setup's step and log while it runs.
 
 pub mod bus;
 pub mod environments;
@@ -29,6 +31,7 @@ pub mod mcp_tools;
 pub mod record;
 mod runtime;
 pub mod sandbox_tools;
+pub mod setup_progress;
 pub mod tools;
 pub mod turn;
 

@@ -4,17 +4,21 @@
 
 use crate::environments::Environments;
 use crate::record::{Recorder, now};
+use crate::setup_progress::SetupUpdate;
 use crate::tools::{HostedOutput, HostedTools};
 use models::ToolSpec;
+use protocol::environment::EnvironmentSetup;
 use protocol::event::{EnvironmentState, EnvironmentStateError, EventBody};
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::session::{EnvironmentRole, SessionRecord};
 use protocol::turn::TurnError;
+use sandbox::setup::tail_start;
 use sandbox::{ExecEvent, ExecRequest, Sandbox};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 /// Output kept in history per command; the rest goes to a log file.
@@ -24,6 +28,8 @@ const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Largest file read back to the model.
 const READ_LIMIT: usize = 256 * 1024;
+/// The most setup output so far that a turn starting to wait is shown.
+pub const CATCH_UP_LIMIT: usize = 64 * 1024;
 
 /// Where a session's outputs go inside the sandbox.
 pub fn output_dir(session: &SessionRecord) -> String {
@@ -53,11 +59,16 @@ impl SandboxTools {
     /// The sandbox, waiting for its initialization unless the turn is cancelled
     /// first (setup itself goes on), with the environment's events around it.
     async fn sandbox(&self, rec: &mut Recorder, cancel: &CancellationToken) -> Result<Arc<dyn Sandbox>, HostedOutput> {
-        self.announce_waiting(rec).await;
-        let ready = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Err(HostedOutput::text("cancelled while the environment was starting")),
-            ready = self.envs.sandbox(&self.org_id, &self.env_id) => ready,
+        let setup = self.announce_waiting(rec).await;
+        let wait = async {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                ready = self.envs.sandbox(&self.org_id, &self.env_id) => Some(ready),
+            }
+        };
+        let Some(ready) = self.forward_setup(rec, setup, wait).await else {
+            return Err(HostedOutput::text("cancelled while the environment was starting"));
         };
         match ready {
             Ok(s) => {
@@ -73,12 +84,52 @@ impl SandboxTools {
     }
 
     /// `agent.session.environment.pending`, once, when this turn found the
-    /// environment not running and is about to wait for it.
-    pub async fn announce_waiting(&self, rec: &mut Recorder) {
-        if self.pending.swap(false, Ordering::Relaxed) {
-            self.waited.store(true, Ordering::Relaxed);
-            let _ = rec.emit(vec![self.state_event(rec, "pending", None)]).await;
+    /// environment not running and is about to wait for it: with where its
+    /// setup is and the output so far (the last [`CATCH_UP_LIMIT`] bytes) when
+    /// setup runs, whose later output [`Self::forward_setup`] passes on.
+    pub async fn announce_waiting(&self, rec: &mut Recorder) -> Option<broadcast::Receiver<SetupUpdate>> {
+        if !self.pending.swap(false, Ordering::Relaxed) {
+            return None;
         }
+        self.waited.store(true, Ordering::Relaxed);
+        let (setup, output, updates) = match self.envs.watch_setup(&self.env_id) {
+            Some(mut watch) => {
+                watch.log.drain(..tail_start(&watch.log, CATCH_UP_LIMIT));
+                (watch.setup, Some(watch.log).filter(|l| !l.is_empty()), Some(watch.updates))
+            }
+            None => (None, None, None),
+        };
+        let _ = rec.emit(vec![self.pending_event(rec, setup, output)]).await;
+        updates
+    }
+
+    /// Awaits `work` (which waits for the environment), passing on each piece
+    /// of setup output from `setup` meanwhile as a `pending` event with
+    /// `setup_output`.
+    pub async fn forward_setup<T>(
+        &self,
+        rec: &Recorder,
+        setup: Option<broadcast::Receiver<SetupUpdate>>,
+        work: impl Future<Output = T>,
+    ) -> T {
+        let Some(mut updates) = setup else { return work.await };
+        tokio::pin!(work);
+        let out = loop {
+            tokio::select! {
+                biased;
+                out = &mut work => break out,
+                update = updates.recv() => match update {
+                    Ok(u) => rec.emit_now(vec![self.pending_event(rec, Some(u.setup), Some(u.output))]),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => break work.await,
+                },
+            }
+        };
+        // What setup printed last comes before the outcome.
+        while let Ok(u) = updates.try_recv() {
+            rec.emit_now(vec![self.pending_event(rec, Some(u.setup), Some(u.output))]);
+        }
+        out
     }
 
     /// After a wait: `ready` (when `pending` was announced) and `connected`
@@ -107,12 +158,29 @@ impl SandboxTools {
         }
     }
 
+    fn environment_state(
+        &self,
+        status: &str,
+        error: Option<EnvironmentStateError>,
+        setup: Option<EnvironmentSetup>,
+    ) -> EnvironmentState {
+        EnvironmentState { id: self.env_id.clone(), status: status.into(), kind: "openai_hosted".into(), error, setup }
+    }
+
+    fn pending_event(&self, rec: &Recorder, setup: Option<EnvironmentSetup>, output: Option<String>) -> EventBody {
+        EventBody::EnvironmentPending {
+            session_id: self.session_id.clone(),
+            turn_id: Some(rec.turn.id.clone()),
+            environment: self.environment_state("pending", None, setup),
+            setup_output: output,
+        }
+    }
+
     fn state_event(&self, rec: &Recorder, status: &str, error: Option<EnvironmentStateError>) -> EventBody {
-        let environment =
-            EnvironmentState { id: self.env_id.clone(), status: status.into(), kind: "openai_hosted".into(), error };
+        let environment = self.environment_state(status, error, None);
         let (session_id, turn_id) = (self.session_id.clone(), Some(rec.turn.id.clone()));
         match status {
-            "pending" => EventBody::EnvironmentPending { session_id, turn_id, environment },
+            "pending" => self.pending_event(rec, None, None),
             "ready" => EventBody::EnvironmentReady { session_id, turn_id, environment },
             "connected" => EventBody::EnvironmentConnected { session_id, turn_id, environment },
             _ => EventBody::EnvironmentFailed { session_id, turn_id, environment },

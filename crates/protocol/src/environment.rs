@@ -152,6 +152,71 @@ pub struct EnvironmentError {
     pub output: Option<String>,
 }
 
+/// Where an environment's setup is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SetupState {
+    Running,
+    Completed,
+    Failed,
+}
+
+/// Rebyte extension: the progress of an environment's one-time setup (`setup`
+/// on the resource, and on `agent.session.environment.pending` events while a
+/// turn waits for it). Null until setup starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EnvironmentSetup {
+    pub state: SetupState,
+    /// The step running, or the one that failed: `sandbox` (creating it),
+    /// `files[0]`, `packages.system`, `packages.python`, `packages.npm`,
+    /// `setup_commands[1]` …; null once setup completed.
+    pub step: Option<String>,
+    /// That step's command (`write <path>` for a file).
+    pub command: Option<String>,
+    /// How many of `steps_total` steps finished.
+    pub steps_completed: u32,
+    /// Files, package installs and setup commands (the sandbox's creation not counted).
+    pub steps_total: u32,
+    /// Unix seconds.
+    pub started_at: i64,
+    pub step_started_at: Option<i64>,
+    pub completed_at: Option<i64>,
+}
+
+impl EnvironmentSetup {
+    /// Setup starting: the sandbox is being created.
+    pub fn started(at: i64, steps_total: u32) -> Self {
+        EnvironmentSetup {
+            state: SetupState::Running,
+            step: Some("sandbox".into()),
+            command: None,
+            steps_completed: 0,
+            steps_total,
+            started_at: at,
+            step_started_at: Some(at),
+            completed_at: None,
+        }
+    }
+
+    /// The step `index` (from 0) starts.
+    pub fn step(&mut self, name: &str, command: &str, index: u32, at: i64) {
+        self.step = Some(name.into());
+        self.command = Some(command.into());
+        self.steps_completed = index;
+        self.step_started_at = Some(at);
+    }
+
+    /// Setup ended: `completed` clears the step, `failed` keeps it.
+    pub fn end(&mut self, state: SetupState, at: i64) {
+        if state == SetupState::Completed {
+            (self.step, self.command, self.step_started_at) = (None, None, None);
+            self.steps_completed = self.steps_total;
+        }
+        self.state = state;
+        self.completed_at = Some(at);
+    }
+}
+
 /// A file of the environment's initial configuration, as resources show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HostedFile {
@@ -176,8 +241,11 @@ pub struct EnvironmentRecord {
     pub metadata: Metadata,
     pub config: EnvironmentConfig,
     pub files: Vec<HostedFile>,
-    /// What initialization printed.
+    /// What initialization printed (so far, while it runs).
     pub setup_log: Option<String>,
+    /// Where setup is; None until it starts.
+    #[serde(default)]
+    pub setup: Option<EnvironmentSetup>,
     pub vault_ids: Vec<String>,
 }
 
@@ -203,8 +271,10 @@ pub struct Environment {
     pub error: Option<EnvironmentError>,
     /// Rebyte extension: `private` (owned by the session that created it) or `shared`.
     pub lifetime: String,
-    /// Rebyte extension: what initialization printed.
+    /// Rebyte extension: what initialization printed; it grows while setup runs.
     pub setup_log: Option<String>,
+    /// Rebyte extension: where setup is (`status` stays `pending` while it runs).
+    pub setup: Option<EnvironmentSetup>,
     pub metadata: Metadata,
 }
 
@@ -278,6 +348,7 @@ impl EnvironmentRecord {
             error: self.error.clone(),
             lifetime: if self.shared || self.owner_session.is_none() { "shared".into() } else { "private".into() },
             setup_log: self.setup_log.clone(),
+            setup: self.setup.clone(),
             metadata: self.metadata.clone(),
         }
     }

@@ -76,9 +76,17 @@ pub enum EventBody {
     },
     #[serde(rename = "agent.output.command_execution_output.delta")]
     CommandOutputDelta { session_id: String, turn_id: String, item_id: String, output_index: i64, delta: String },
-    /// A turn waits for the environment's initialization.
+    /// A turn waits for the environment's initialization: once when it starts
+    /// waiting, then with each piece of setup output (Rebyte extension:
+    /// `setup_output`, and `environment.setup` saying which step runs).
     #[serde(rename = "agent.session.environment.pending")]
-    EnvironmentPending { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    EnvironmentPending {
+        session_id: String,
+        turn_id: Option<String>,
+        environment: EnvironmentState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        setup_output: Option<String>,
+    },
     /// The initialization a turn waited for finished.
     #[serde(rename = "agent.session.environment.ready")]
     EnvironmentReady { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
@@ -99,9 +107,12 @@ pub struct EnvironmentState {
     #[serde(rename = "type")]
     pub kind: String,
     pub error: Option<EnvironmentStateError>,
+    /// Rebyte extension: where the environment's setup is, while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setup: Option<crate::environment::EnvironmentSetup>,
 }
 
-/// Why an environment failed, in [`EnvironmentState`].
+/// Why an environment failed (the `error` of its state in events).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvironmentStateError {
     pub code: String,

@@ -34,6 +34,7 @@ impl Default for PageRequest {
 
 /// The list envelope: `{"object":"list","data":[…],"first_id","last_id","has_more"}`.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "{T}List")]
 pub struct List<T> {
     pub object: ListObject,
     pub data: Vec<T>,

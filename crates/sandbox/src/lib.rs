@@ -38,4 +38,4 @@ pub use client::{ExecEvent, ExecOutput, Execution, Killer, ProcessHandle, StdioP
 pub use error::{Error, Result};
 pub use local::{LocalBackend, LocalConfig};
 pub use sandbox::{Backend, Sandbox};
-pub use setup::{Packages, SetupFile, SetupLog, SetupSpec, apply_setup};
+pub use setup::{LogBuffer, Packages, SetupEvent, SetupFile, SetupLog, SetupSpec, apply_setup, apply_setup_observed};

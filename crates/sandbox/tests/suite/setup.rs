@@ -3,7 +3,7 @@
 
 use super::support::*;
 use base64::Engine;
-use sandbox::{Error, SetupFile, SetupSpec, apply_setup};
+use sandbox::{Error, SetupEvent, SetupFile, SetupSpec, apply_setup, apply_setup_observed};
 use std::time::Duration;
 
 fn b64(s: &str) -> String {
@@ -25,6 +25,35 @@ async fn setup_writes_inline_files_sets_env_and_runs_commands_in_order() {
     assert_eq!(std::fs::read_to_string(sb.host_path("copy.txt")).unwrap(), "Shared input");
     // The env stays for every later command.
     assert_eq!(sh(&*sb.sandbox, "echo $GREETING").await, "hello");
+}
+
+#[tokio::test]
+async fn a_watcher_is_told_each_step_and_every_piece_of_the_log() {
+    let sb = start("setup-observed").await;
+    let spec = SetupSpec {
+        files: vec![SetupFile { path: "/workspace/in.txt".into(), data: b64("x") }],
+        setup_commands: vec!["echo one; sleep 0.2; echo two".into(), "echo three >&2".into()],
+        ..Default::default()
+    };
+    let (mut steps, mut logged) = (Vec::new(), String::new());
+    let mut observe = |e: SetupEvent<'_>| match e {
+        SetupEvent::Step { name, command, index, total } => {
+            steps.push((name.to_string(), command.to_string(), index, total))
+        }
+        SetupEvent::Log(text) => logged.push_str(text),
+    };
+    let log = apply_setup_observed(&*sb.sandbox, &spec, &mut observe).await.unwrap();
+    assert_eq!(
+        steps,
+        [
+            ("files[0]".to_string(), "write /workspace/in.txt".to_string(), 0, 3),
+            ("setup_commands[0]".to_string(), "echo one; sleep 0.2; echo two".to_string(), 1, 3),
+            ("setup_commands[1]".to_string(), "echo three >&2".to_string(), 2, 3),
+        ]
+    );
+    assert_eq!(logged, log.log, "the pieces make the whole log");
+    assert!(log.log.contains("$ echo one; sleep 0.2; echo two\none\ntwo\n$ echo three >&2\nthree\n"), "{}", log.log);
+    assert_eq!(spec.step_count(), 3);
 }
 
 #[tokio::test]

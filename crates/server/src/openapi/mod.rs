@@ -1,118 +1,76 @@
-//! `GET /v1/openapi.json`: an OpenAPI 3 document whose schemas are generated
-//! from the `protocol` types, so that it cannot drift from what the handlers
-//! accept and answer.
+//! `GET /v1/openapi.json`: an OpenAPI 3.0 document of every route the server
+//! serves (`routes::table`; a test holds the two together), each operation
+//! with an `operationId`, a tag, the status it really answers, its error
+//! statuses and its request and response schemas. The schemas are generated
+//! from the `protocol` types, so they cannot drift from what the handlers
+//! accept and answer; the few answers built as JSON values have schemas
+//! written beside their builders' shapes (`views`).
 
-use protocol::admin::{ApiKey, ApiKeyCreate, ApiKeyCreated, Organization, OrganizationCreate};
-use protocol::agent::{Agent, AgentCreate, AgentDeleted, AgentUpdate};
-use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
+use op::{ERRORS, Op, of};
 use protocol::error::ErrorBody;
-use protocol::list::List;
-use protocol::session::{Session, SessionCreate, SessionDeleted, SessionUpdate};
+use schemars::SchemaGenerator;
 use schemars::generate::SchemaSettings;
-use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 
-mod runtime;
+mod admin;
+mod environments;
+mod op;
+mod responses;
+mod sessions;
+mod views;
 
+/// The document being built: the operations by path, the tags in order,
+/// and the generator that collects every schema they name.
 struct Doc {
     generator: SchemaGenerator,
     paths: Map<String, Value>,
+    tags: Vec<Value>,
 }
 
 impl Doc {
-    fn schema<T: JsonSchema>(&mut self) -> Value {
-        self.generator.subschema_for::<T>().to_value()
+    /// Starts a section: the operations added next carry the tag `name`.
+    fn tag(&mut self, name: &str, description: &str) {
+        self.tags.push(json!({"name": name, "description": description}));
     }
 
-    /// Adds one operation; `request` is the body schema, if any.
-    fn op(&mut self, method: &str, path: &str, summary: &str, request: Option<Value>, response: Value) {
-        let mut op = json!({
-            "summary": summary,
-            "responses": {
-                "200": {"description": "OK", "content": {"application/json": {"schema": response}}},
-                "default": {"description": "Error", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
-            }
-        });
-        if let Some(body) = request {
-            op["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": body}}});
-        }
-        let params: Vec<Value> = path
-            .split('/')
-            .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-            .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
-            .collect();
-        if !params.is_empty() {
-            op["parameters"] = Value::Array(params);
-        }
+    fn add(&mut self, op: Op) {
+        let tag = self.tags.last().and_then(|t| t["name"].as_str()).unwrap_or("Other").to_string();
+        let (method, path) = (op.method, op.path);
+        let rendered = op.render(&tag, &mut self.generator);
         let entry = self.paths.entry(path.to_string()).or_insert_with(|| json!({}));
-        entry[method] = op;
+        entry[method] = rendered;
     }
 }
 
 fn build() -> Value {
-    let mut doc = Doc { generator: SchemaSettings::openapi3().into_generator(), paths: Map::new() };
-    doc.schema::<ErrorBody>();
-    let (agent, agents, agent_create, agent_update, agent_deleted) = (
-        doc.schema::<Agent>(),
-        doc.schema::<List<Agent>>(),
-        doc.schema::<AgentCreate>(),
-        doc.schema::<AgentUpdate>(),
-        doc.schema::<AgentDeleted>(),
-    );
-    doc.op("post", "/v1/agents", "Create an agent", Some(agent_create), agent.clone());
-    doc.op("get", "/v1/agents", "List agents", None, agents);
-    doc.op("get", "/v1/agents/{agent_id}", "Retrieve an agent", None, agent.clone());
-    doc.op("post", "/v1/agents/{agent_id}", "Update an agent (a new version)", Some(agent_update), agent);
-    doc.op("delete", "/v1/agents/{agent_id}", "Delete an agent", None, agent_deleted);
-
-    let (session, sessions, session_create, session_update, session_deleted) = (
-        doc.schema::<Session>(),
-        doc.schema::<List<Session>>(),
-        doc.schema::<SessionCreate>(),
-        doc.schema::<SessionUpdate>(),
-        doc.schema::<SessionDeleted>(),
-    );
-    doc.op("post", "/v1/agents/sessions", "Create a session", Some(session_create), session.clone());
-    doc.op("get", "/v1/agents/sessions", "List sessions", None, sessions);
-    doc.op("get", "/v1/agents/sessions/{session_id}", "Retrieve a session", None, session.clone());
-    doc.op("post", "/v1/agents/sessions/{session_id}", "Update a session", Some(session_update), session);
-    doc.op("delete", "/v1/agents/sessions/{session_id}", "Delete a session", None, session_deleted);
-
-    let (conv, conv_create, conv_update, conv_deleted) = (
-        doc.schema::<Conversation>(),
-        doc.schema::<ConversationCreate>(),
-        doc.schema::<ConversationUpdate>(),
-        doc.schema::<ConversationDeleted>(),
-    );
-    doc.op("post", "/v1/conversations", "Create a conversation", Some(conv_create), conv.clone());
-    doc.op("get", "/v1/conversations/{conversation_id}", "Retrieve a conversation", None, conv.clone());
-    doc.op("post", "/v1/conversations/{conversation_id}", "Update a conversation", Some(conv_update), conv);
-    doc.op("delete", "/v1/conversations/{conversation_id}", "Delete a conversation", None, conv_deleted);
-
-    let (org, org_create, key, keys, key_create, key_created) = (
-        doc.schema::<Organization>(),
-        doc.schema::<OrganizationCreate>(),
-        doc.schema::<ApiKey>(),
-        doc.schema::<List<ApiKey>>(),
-        doc.schema::<ApiKeyCreate>(),
-        doc.schema::<ApiKeyCreated>(),
-    );
-    doc.op("post", "/v1/admin/organizations", "Create an organization", Some(org_create), org);
-    doc.op("post", "/v1/admin/keys", "Create an API key", Some(key_create), key_created);
-    doc.op("get", "/v1/admin/keys", "List API keys", None, keys);
-    doc.op("delete", "/v1/admin/keys/{key_id}", "Revoke an API key", None, key);
-
-    runtime::add(&mut doc);
+    let mut doc = Doc { generator: SchemaSettings::openapi3().into_generator(), paths: Map::new(), tags: Vec::new() };
+    let error = of::<ErrorBody>(&mut doc.generator);
+    sessions::add(&mut doc);
+    environments::add(&mut doc);
+    responses::add(&mut doc);
+    admin::add(&mut doc);
+    let responses: Map<String, Value> = ERRORS
+        .iter()
+        .map(|(_, name, description)| {
+            let body = json!({"description": description, "content": {"application/json": {"schema": error}}});
+            (name.to_string(), body)
+        })
+        .collect();
     let schemas = doc.generator.take_definitions(true);
     json!({
         "openapi": "3.0.3",
         "info": {"title": "rebyte", "version": env!("CARGO_PKG_VERSION"),
-                 "description": "Self-hosted agent platform: the OpenAI Agents API (beta) and its Rebyte extensions."},
+                 "description": "Self-hosted agent platform: the OpenAI Agents API (beta) and its Rebyte extensions. \
+                                 Errors are `{\"error\":{type,code,message,param}}`; lists page with `limit`, \
+                                 `after`, `before` and `order`."},
         "servers": [{"url": "/"}],
+        "tags": doc.tags,
         "components": {
             "schemas": schemas,
-            "securitySchemes": {"bearer_auth": {"type": "http", "scheme": "bearer"}}
+            "responses": responses,
+            "securitySchemes": {"bearer_auth": {"type": "http", "scheme": "bearer",
+                                                "description": "An `rbk_` API key."}}
         },
         "security": [{"bearer_auth": []}],
         "paths": doc.paths,

@@ -124,7 +124,7 @@ fn parse_items(items: Vec<Value>) -> ApiResult<Vec<(Role, Vec<Content>)>> {
 }
 
 /// `POST /v1/conversations/{id}/items`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ItemsCreate {
     pub items: Vec<Value>,

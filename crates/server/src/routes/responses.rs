@@ -28,7 +28,7 @@ mod stream;
 
 /// `POST /v1/responses`. Parameters this server has no use for are accepted
 /// and ignored (sampling, caching and storage hints); unknown ones are refused.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseCreate {
     #[serde(default)]
@@ -55,7 +55,7 @@ pub struct ResponseCreate {
 
 /// Accepted, without effect (read only by serde).
 #[allow(dead_code)]
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ignored {
     #[serde(default)]

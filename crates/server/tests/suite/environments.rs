@@ -170,6 +170,8 @@ async fn a_failed_setup_is_recorded_with_its_output_and_is_final() {
     let failed = wait_env(&s, id, &["failed"]).await;
     assert!(failed["error"]["output"].as_str().unwrap().contains("broken"), "{failed}");
     assert_eq!(failed["error"]["step"], "echo preparing; echo broken >&2; exit 3");
+    assert_eq!((&failed["setup"]["state"], &failed["setup"]["step"]), (&json!("failed"), &json!("setup_commands[0]")));
+    assert!(failed["setup_log"].as_str().unwrap().contains("preparing\n"), "the log up to the failure: {failed}");
     let (status, _) = s
         .post(
             &format!("/v1/agents/environments/{id}/files"),

@@ -1,0 +1,67 @@
+//! The operations of the Responses and Conversations views over the same
+//! turns (`resp_<uuid>`) and sessions (`conv_<uuid>`).
+
+use super::op::{Op, of};
+use super::{Doc, views};
+use crate::routes::conversations::ItemsCreate;
+use crate::routes::responses::ResponseCreate;
+use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
+use serde_json::json;
+
+const RESPONSE: &str = "/v1/responses/{response_id}";
+const CONVERSATION: &str = "/v1/conversations/{conversation_id}";
+
+pub(super) fn add(doc: &mut Doc) {
+    doc.tag("Responses", "A turn of a conversation, in the Responses API's shape.");
+    doc.add(
+        Op::post("/v1/responses", "createResponse", "Create a response")
+            .about(
+                "Runs a turn of `conversation` (a new one without it) and answers when it ends or waits for \
+                 function results; `background: true` answers at once (`queued`); `stream: true` answers \
+                 with the Responses event stream.",
+            )
+            .body(of::<ResponseCreate>)
+            .json(views::response)
+            .stream(views::response_stream_event)
+            .errors(&[404]),
+    );
+    doc.add(Op::get(RESPONSE, "retrieveResponse", "Retrieve a response").json(views::response));
+    doc.add(
+        Op::post("/v1/responses/{response_id}/cancel", "cancelResponse", "Cancel a response").json(views::response),
+    );
+    doc.add(
+        Op::get("/v1/responses/{response_id}/input_items", "listResponseInputItems", "A response's input items")
+            .list()
+            .query("include", include(), "Accepted; changes nothing.")
+            .json(views::conversation_item_list),
+    );
+
+    doc.tag("Conversations", "A session in the Conversations API's shape.");
+    doc.add(
+        Op::post("/v1/conversations", "createConversation", "Create a conversation")
+            .optional_body(of::<ConversationCreate>)
+            .json(of::<Conversation>),
+    );
+    doc.add(Op::get(CONVERSATION, "retrieveConversation", "Retrieve a conversation").json(of::<Conversation>));
+    doc.add(
+        Op::post(CONVERSATION, "updateConversation", "Update a conversation's metadata")
+            .body(of::<ConversationUpdate>)
+            .json(of::<Conversation>),
+    );
+    doc.add(Op::delete(CONVERSATION, "deleteConversation", "Delete a conversation").json(of::<ConversationDeleted>));
+    doc.add(
+        Op::get("/v1/conversations/{conversation_id}/items", "listConversationItems", "List a conversation's items")
+            .list()
+            .query("include", include(), "Accepted; changes nothing.")
+            .json(views::conversation_item_list),
+    );
+    doc.add(
+        Op::post("/v1/conversations/{conversation_id}/items", "createConversationItems", "Add items to a conversation")
+            .body(of::<ItemsCreate>)
+            .json(views::conversation_item_list),
+    );
+}
+
+fn include() -> serde_json::Value {
+    json!({"type": "array", "items": {"type": "string"}})
+}

@@ -1,0 +1,114 @@
+//! The route table: every path and method the server answers, in one list.
+//! [`super::router`] is built from it, and [`endpoints`] reads the same list,
+//! so the test that compares it with the OpenAPI document checks what the
+//! router really serves.
+
+use super::{
+    admin, agents, artifacts, conversations, environments, events, fallback, ops, responses, sessions, turns, vaults,
+};
+use crate::state::AppState;
+use axum::handler::Handler;
+use axum::http::Method;
+use axum::middleware;
+use axum::routing::{MethodFilter, MethodRouter};
+
+/// One path and the handlers of its methods.
+pub struct Route {
+    pub path: &'static str,
+    pub methods: Vec<Method>,
+    pub(super) handlers: MethodRouter<AppState>,
+}
+
+impl Route {
+    fn at(path: &'static str) -> Self {
+        Self { path, methods: Vec::new(), handlers: MethodRouter::new() }
+    }
+
+    fn on<H: Handler<T, AppState>, T: 'static>(mut self, method: Method, filter: MethodFilter, handler: H) -> Self {
+        self.methods.push(method);
+        self.handlers = self.handlers.on(filter, handler);
+        self
+    }
+
+    fn get<H: Handler<T, AppState>, T: 'static>(self, handler: H) -> Self {
+        self.on(Method::GET, MethodFilter::GET, handler)
+    }
+
+    fn post<H: Handler<T, AppState>, T: 'static>(self, handler: H) -> Self {
+        self.on(Method::POST, MethodFilter::POST, handler)
+    }
+
+    fn delete<H: Handler<T, AppState>, T: 'static>(self, handler: H) -> Self {
+        self.on(Method::DELETE, MethodFilter::DELETE, handler)
+    }
+
+    /// A last segment that is no agent id (`/v1/agents/automations`) is answered
+    /// as a route this server lacks, not as a missing agent.
+    fn agent_ids_only(mut self) -> Self {
+        self.handlers = self.handlers.route_layer(middleware::from_fn(fallback::agent_ids_only));
+        self
+    }
+}
+
+/// Every route, with its full path.
+pub fn table() -> Vec<Route> {
+    vec![
+        Route::at("/v1/agents").post(agents::create).get(agents::list),
+        Route::at("/v1/agents/{agent_id}")
+            .get(agents::retrieve)
+            .post(agents::update)
+            .delete(agents::delete)
+            .agent_ids_only(),
+        Route::at("/v1/agents/sessions").post(sessions::create).get(sessions::list),
+        Route::at("/v1/agents/sessions/{session_id}")
+            .get(sessions::retrieve)
+            .post(sessions::update)
+            .delete(sessions::delete),
+        Route::at("/v1/agents/sessions/{session_id}/events").post(events::create).get(events::stream),
+        Route::at("/v1/agents/sessions/{session_id}/turns").get(turns::list),
+        Route::at("/v1/agents/sessions/{session_id}/turns/{turn_id}").get(turns::retrieve),
+        Route::at("/v1/agents/sessions/{session_id}/turns/{turn_id}/items").get(turns::items),
+        Route::at("/v1/agents/sessions/{session_id}/items").get(turns::session_items),
+        Route::at("/v1/agents/sessions/{session_id}/artifacts").get(artifacts::list),
+        Route::at("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}")
+            .get(artifacts::retrieve)
+            .delete(artifacts::delete),
+        Route::at("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content").get(artifacts::content),
+        Route::at("/v1/agents/environments").post(environments::create).get(environments::list),
+        Route::at("/v1/agents/environments/{environment_id}").get(environments::retrieve).delete(environments::delete),
+        Route::at("/v1/agents/environments/{environment_id}/files")
+            .post(environments::create_file)
+            .get(environments::list_files),
+        Route::at("/v1/vaults").post(vaults::create).get(vaults::list),
+        Route::at("/v1/vaults/{vault_id}").get(vaults::retrieve).post(vaults::update).delete(vaults::delete),
+        Route::at("/v1/vaults/{vault_id}/credentials").post(vaults::create_credential).get(vaults::list_credentials),
+        Route::at("/v1/vaults/{vault_id}/credentials/{credential_id}")
+            .get(vaults::retrieve_credential)
+            .post(vaults::update_credential)
+            .delete(vaults::delete_credential),
+        Route::at("/v1/responses").post(responses::create),
+        Route::at("/v1/responses/{response_id}").get(responses::retrieve),
+        Route::at("/v1/responses/{response_id}/cancel").post(responses::cancel),
+        Route::at("/v1/responses/{response_id}/input_items").get(responses::input_items),
+        Route::at("/v1/conversations").post(conversations::create),
+        Route::at("/v1/conversations/{conversation_id}")
+            .get(conversations::retrieve)
+            .post(conversations::update)
+            .delete(conversations::delete),
+        Route::at("/v1/conversations/{conversation_id}/items")
+            .get(conversations::list_items)
+            .post(conversations::create_items),
+        Route::at("/v1/admin/organizations").post(admin::create_organization),
+        Route::at("/v1/admin/keys").post(admin::create_key).get(admin::list_keys),
+        Route::at("/v1/admin/keys/{key_id}").delete(admin::revoke_key),
+        Route::at("/v1/openapi.json").get(ops::openapi),
+        Route::at("/healthz").get(ops::healthz),
+        Route::at("/readyz").get(ops::readyz),
+        Route::at("/metrics").get(ops::metrics),
+    ]
+}
+
+/// Every method and path the router serves (`GET` also answers `HEAD`).
+pub fn endpoints() -> Vec<(Method, &'static str)> {
+    table().into_iter().flat_map(|r| r.methods.into_iter().map(move |m| (m, r.path))).collect()
+}
