@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::Store;
+use telemetry::{Gauge, Metrics};
 
 /// How environments are run.
 #[derive(Debug, Clone)]
@@ -70,11 +71,31 @@ pub struct Environments {
     live: Mutex<HashMap<String, Live>>,
     // Serializes read-modify-write of environment records on this server.
     records: tokio::sync::Mutex<()>,
+    metrics: Arc<Metrics>,
 }
 
 impl Environments {
-    pub fn new(store: Arc<dyn Store>, backend: Arc<dyn Backend>, config: EnvironmentsConfig) -> Arc<Self> {
-        Arc::new(Self { store, backend, config, live: Mutex::default(), records: tokio::sync::Mutex::new(()) })
+    /// The manager; its sandboxes by state are gauges of `metrics`, which also times their start and setup.
+    pub fn new(
+        store: Arc<dyn Store>,
+        backend: Arc<dyn Backend>,
+        config: EnvironmentsConfig,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
+        let records = tokio::sync::Mutex::new(());
+        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics });
+        for (gauge, paused) in [(Gauge::SandboxesRunning, false), (Gauge::SandboxesPaused, true)] {
+            let weak = Arc::downgrade(&this);
+            this.metrics.read(gauge, Box::new(move || weak.upgrade().map_or(0, |envs| envs.count(paused))));
+        }
+        this
+    }
+
+    /// Sandboxes running on this server, paused or not.
+    fn count(&self, paused: bool) -> u64 {
+        let live = self.live();
+        let started = live.values().filter(|l| l.init.as_ref().and_then(|i| i.peek()).is_some_and(|s| s.is_ok()));
+        started.filter(|l| l.paused == paused).count() as u64
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
@@ -161,7 +182,15 @@ impl Environments {
         live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
     }
 
+    /// Initializes the sandbox, timed.
     async fn initialize(&self, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+        let began = Instant::now();
+        let sandbox = self.start(org_id, env_id).await?;
+        self.metrics.sandbox_started(began.elapsed());
+        Ok(sandbox)
+    }
+
+    async fn start(&self, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let store_err = |e: store::Error| EnvFailure::new("internal_error", e.to_string());
         let record = self.store.get_environment(org_id, env_id).await.map_err(store_err)?;
         let record = record
@@ -220,7 +249,10 @@ impl Environments {
             Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None).await),
         };
         if first {
-            match sandbox::apply_setup(sandbox.as_ref(), &self.setup_spec(&record)).await {
+            let setup = Instant::now();
+            let applied = sandbox::apply_setup(sandbox.as_ref(), &self.setup_spec(&record)).await;
+            self.metrics.setup_ran(setup.elapsed());
+            match applied {
                 Ok(log) => {
                     self.update(org_id, env_id, |r| {
                         r.status = EnvironmentStatus::Ready;
@@ -274,6 +306,7 @@ impl Environments {
         message: String,
         output: Option<String>,
     ) -> EnvFailure {
+        self.metrics.setup_failed();
         let error =
             EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
         let _ = self

@@ -16,6 +16,7 @@ use models::ToolSpec;
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::turn::TurnError;
 use serde_json::Value;
+use telemetry::ToolKind;
 use tokio_util::sync::CancellationToken;
 
 /// The names of the helpers.
@@ -137,6 +138,11 @@ impl McpTools {
             McpCallStatus::Incomplete => ItemStatus::Incomplete,
             _ => ItemStatus::Failed,
         };
+        // Under its label only when the label is one of the turn's servers: the model names
+        // the server, and a label that is not configured must not become a series.
+        let configured = self.live.read().await.planned.iter().any(|p| p.spec.config.label == server);
+        rec.metrics.mcp_call(if configured { &server } else { "unknown" }, began.elapsed());
+        rec.tool_finished(ToolKind::Mcp, status);
         // The call as the server runs it (the `mcp_turn` bench reads this): JSON arguments in,
         // prefetch taken or fetch made, checks, the call through the broker, the record out.
         tracing::debug!(server = %server, tool = %name, micros = began.elapsed().as_micros() as u64, "call_tool done");

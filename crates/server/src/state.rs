@@ -27,7 +27,9 @@ impl AppState {
         envs: Arc<engine::environments::Environments>,
         credentials: Credentials,
         mcp: Arc<mcp::Hub>,
+        work: Arc<telemetry::Metrics>,
     ) -> Self {
-        Self { store, engine, envs, keys: Arc::default(), metrics: Arc::default(), credentials, mcp }
+        let metrics = Arc::new(Metrics::new(work));
+        Self { store, engine, envs, keys: Arc::default(), metrics, credentials, mcp }
     }
 }

@@ -8,6 +8,7 @@ mod environment_packages;
 mod environment_runtime;
 mod environments;
 mod mcp;
+mod observability;
 mod ops;
 mod responses;
 mod sessions;
