@@ -182,11 +182,13 @@ impl Environments {
         live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
     }
 
-    /// Initializes the sandbox, timed.
+    /// Initializes the sandbox, timed and logged.
     async fn initialize(&self, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let began = Instant::now();
+        tracing::info!(environment = %env_id, "environment initializing");
         let sandbox = self.start(org_id, env_id).await?;
         self.metrics.sandbox_started(began.elapsed());
+        tracing::info!(environment = %env_id, duration_ms = telemetry::millis(began.elapsed()), "environment ready");
         Ok(sandbox)
     }
 
@@ -307,6 +309,7 @@ impl Environments {
         output: Option<String>,
     ) -> EnvFailure {
         self.metrics.setup_failed();
+        tracing::warn!(environment = %env_id, %step, error = %message, "environment failed to initialize");
         let error =
             EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
         let _ = self

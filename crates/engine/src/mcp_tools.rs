@@ -70,13 +70,16 @@ impl McpTools {
             _ = cancel.cancelled() => return Ok(None),
             done = connecting => done,
         };
+        for p in &problems {
+            let (server, step, required) = (&p.label, &p.step, p.required);
+            tracing::warn!(%server, %step, required, code = %p.code, error = %p.message, "MCP server failed to connect");
+        }
         if let Some(required) = problems.iter().find(|p| p.required) {
             return Err(required.turn_error());
         }
         let left_out = problems
             .iter()
             .map(|p| {
-                tracing::info!(server = %p.label, step = %p.step, error = %p.message, "optional MCP server left out of the turn");
                 (
                     "mcp_server_unavailable".to_string(),
                     format!(

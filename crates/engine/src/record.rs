@@ -1,7 +1,7 @@
 //! `Recorder`: writes one turn's progress — the turn row, its items, the
 //! session's engine-owned state — and publishes the matching events, always
 //! store first, then bus. It also counts what the turn did (its end, its tool
-//! calls) in the server's metrics.
+//! calls) in the server's metrics and logs the turn's start and end.
 
 use crate::bus::Bus;
 use crate::error::Result;
@@ -182,6 +182,13 @@ impl Recorder {
         self.turn.status = turn;
         if turn == TurnStatus::InProgress && self.started.is_none() {
             self.started = Some(Instant::now());
+            tracing::info!(
+                org = %self.org_id,
+                session = %self.session.id,
+                turn = %self.turn.id,
+                model = %self.session.agent.config.model,
+                "turn started"
+            );
         }
         if turn == TurnStatus::InProgress && self.turn.started_at.is_none() {
             self.turn.started_at = Some(now());
@@ -214,7 +221,7 @@ impl Recorder {
         self.turn.completed_at = Some(now());
         self.turn.error = error.clone();
         self.put_turn();
-        self.count_end(status);
+        self.count_end(status, error.as_ref());
         if let Some(u) = &self.turn.usage {
             let total = self.session.usage.get_or_insert_with(TokenUsage::default);
             total.input_tokens += u.input_tokens;
@@ -244,14 +251,24 @@ impl Recorder {
         self.emit(events).await
     }
 
-    /// The turn's end in the metrics.
-    fn count_end(&self, status: TurnStatus) {
+    /// The turn's end in the metrics and the log.
+    fn count_end(&self, status: TurnStatus, error: Option<&TurnError>) {
         let outcome = match status {
             TurnStatus::Completed => TurnOutcome::Completed,
             TurnStatus::Cancelled => TurnOutcome::Cancelled,
             _ => TurnOutcome::Failed,
         };
         let model = &self.session.agent.config.model;
-        self.metrics.turn_ended(outcome, model, self.started.map(|s| s.elapsed()));
+        let duration = self.started.map(|s| s.elapsed());
+        self.metrics.turn_ended(outcome, model, duration);
+        let (org, session, turn) = (&self.org_id, self.session.id, &self.turn.id);
+        let duration_ms = duration.map(telemetry::millis);
+        let status = outcome.label();
+        match error {
+            Some(e) => tracing::info!(
+                %org, %session, %turn, %model, %status, duration_ms, code = %e.code, error = %e.message, "turn failed"
+            ),
+            None => tracing::info!(%org, %session, %turn, %model, %status, duration_ms, "turn ended"),
+        }
     }
 }

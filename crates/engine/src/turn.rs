@@ -159,6 +159,15 @@ impl TurnRun {
                 Some(Err(e)) => {
                     self.close_message(message, text, ItemStatus::Incomplete, None).await?;
                     let model = &self.rec.session.agent.config.model;
+                    tracing::warn!(
+                        provider = %e.provider().unwrap_or("none"),
+                        status = e.status(),
+                        %model,
+                        session = %self.rec.session.id,
+                        turn = %self.rec.turn.id,
+                        error = %e,
+                        "model call failed"
+                    );
                     return Ok(Step::Ended(Ending::Failed(TurnError::new(
                         crate::record::model_error_code(&e),
                         format!("model '{model}' failed: {e}"),

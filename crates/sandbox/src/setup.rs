@@ -159,6 +159,7 @@ pub async fn apply_setup(sandbox: &dyn Sandbox, spec: &SetupSpec) -> Result<Setu
     }
     for file in &spec.files {
         let step = format!("write {}", file.path);
+        tracing::info!(environment = %sandbox.id(), %step, "environment setup step");
         log.push(&format!("$ {step}\n"));
         let data = match base64::engine::general_purpose::STANDARD.decode(file.data.trim()) {
             Ok(d) => d,
@@ -179,6 +180,7 @@ pub async fn apply_setup(sandbox: &dyn Sandbox, spec: &SetupSpec) -> Result<Setu
     }
     let commands = package_commands(&spec.packages).into_iter().chain(spec.setup_commands.iter().cloned());
     for command in commands {
+        tracing::info!(environment = %sandbox.id(), step = %command, "environment setup step");
         log.push(&format!("$ {command}\n"));
         let mut exec = sandbox.exec(ExecRequest::new(command.clone()).timeout(spec.command_timeout)).await?;
         let mut output = String::new();

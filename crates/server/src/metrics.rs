@@ -68,6 +68,7 @@ pub async fn record(State(state): State<AppState>, req: Request, next: Next) -> 
     let response = next.run(req).await;
     let elapsed = start.elapsed();
     let status = response.status().as_u16();
+    tracing::info!(%method, %route, status, duration_ms = telemetry::millis(elapsed), "request");
     state.metrics.http.get(&(route, method, status)).observe(elapsed);
     response
 }

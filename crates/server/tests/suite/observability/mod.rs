@@ -1,5 +1,8 @@
-//! What an operator sees (issue 10): the metrics of the work on `GET /metrics`.
+//! What an operator sees (issue 10): the metrics of the work on `GET /metrics`, and the log
+//! lines of requests, turns, model retries, environment setup and MCP connections, as text and
+//! as JSON, with no secret in them.
 
+mod logs;
 mod metrics;
 
 use crate::support::TestServer;
