@@ -200,6 +200,8 @@ async fn with_rebyte_log_format_json_every_line_is_a_json_object_naming_what_hap
 
     let mcp = find("MCP server failed to connect", &|_| true);
     assert_eq!((&mcp["level"], &mcp["server"], &mcp["required"]), (&json!("WARN"), &json!("gone"), &json!(false)));
+    let error = mcp["error"].as_str().unwrap();
+    assert!(error.contains("'gone'") && !error.contains("rmcp::"), "the cause, not internal type names: {error}");
 
     let step = find("environment setup step", &|e| e["step"] == "echo set up");
     assert_eq!(step["environment"], run.env_id.as_str(), "{step}");
