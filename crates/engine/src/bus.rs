@@ -45,12 +45,19 @@ fn deliver(channels: &Channels, writes: &[Write]) {
     }
 }
 
+/// Live subscribers of every session.
+fn subscribers(channels: &Channels) -> u64 {
+    let channels = channels.lock().unwrap_or_else(|e| e.into_inner());
+    channels.values().map(|sender| sender.receiver_count() as u64).sum()
+}
+
 impl Bus {
     /// A bus continuing after the store's last event, broadcasting what
     /// `journal` commits. A crash can still lose events that were published
     /// but not committed (never delivered): the sequence restarts above the
     /// current time in microseconds, so their ids are never handed out again.
-    pub async fn new(store: &Arc<dyn Store>, journal: Arc<Journal>) -> Result<Self> {
+    /// Its live subscribers are the `metrics` gauge of event-stream subscribers.
+    pub async fn new(store: &Arc<dyn Store>, journal: Arc<Journal>, metrics: &telemetry::Metrics) -> Result<Self> {
         let now_micros = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX / 2));
@@ -58,6 +65,11 @@ impl Bus {
         let channels: Arc<Channels> = Arc::default();
         let sink = Arc::clone(&channels);
         journal.on_commit(Box::new(move |writes| deliver(&sink, writes)));
+        let counted = Arc::downgrade(&channels);
+        metrics.read(
+            telemetry::Gauge::EventStreamSubscribers,
+            Box::new(move || counted.upgrade().map_or(0, |c| subscribers(&c))),
+        );
         Ok(Self { journal, seq: AtomicI64::new(last), channels })
     }
 

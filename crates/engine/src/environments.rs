@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::Store;
+use telemetry::{Gauge, Metrics};
 
 /// How environments are run.
 #[derive(Debug, Clone)]
@@ -77,11 +78,31 @@ pub struct Environments {
     live: Mutex<HashMap<String, Live>>,
     // Serializes read-modify-write of environment records on this server.
     records: tokio::sync::Mutex<()>,
+    metrics: Arc<Metrics>,
 }
 
 impl Environments {
-    pub fn new(store: Arc<dyn Store>, backend: Arc<dyn Backend>, config: EnvironmentsConfig) -> Arc<Self> {
-        Arc::new(Self { store, backend, config, live: Mutex::default(), records: tokio::sync::Mutex::new(()) })
+    /// The manager; its sandboxes by state are gauges of `metrics`, which also times their start and setup.
+    pub fn new(
+        store: Arc<dyn Store>,
+        backend: Arc<dyn Backend>,
+        config: EnvironmentsConfig,
+        metrics: Arc<Metrics>,
+    ) -> Arc<Self> {
+        let records = tokio::sync::Mutex::new(());
+        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics });
+        for (gauge, paused) in [(Gauge::SandboxesRunning, false), (Gauge::SandboxesPaused, true)] {
+            let weak = Arc::downgrade(&this);
+            this.metrics.read(gauge, Box::new(move || weak.upgrade().map_or(0, |envs| envs.count(paused))));
+        }
+        this
+    }
+
+    /// Sandboxes running on this server, paused or not.
+    fn count(&self, paused: bool) -> u64 {
+        let live = self.live();
+        let started = live.values().filter(|l| l.init.as_ref().and_then(|i| i.peek()).is_some_and(|s| s.is_ok()));
+        started.filter(|l| l.paused == paused).count() as u64
     }
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
@@ -183,7 +204,22 @@ impl Environments {
         live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
     }
 
+    /// Initializes the sandbox, timed and logged.
     async fn initialize(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        progress: &SetupProgress,
+    ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+        let began = Instant::now();
+        tracing::info!(environment = %env_id, "environment initializing");
+        let sandbox = self.start(org_id, env_id, progress).await?;
+        self.metrics.sandbox_started(began.elapsed());
+        tracing::info!(environment = %env_id, duration_ms = telemetry::millis(began.elapsed()), "environment ready");
+        Ok(sandbox)
+    }
+
+    async fn start(
         &self,
         org_id: &str,
         env_id: &str,
@@ -258,7 +294,10 @@ impl Environments {
         if first {
             let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
             let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
-            match progress.record_while(self, org_id, env_id, setup).await {
+            let began = Instant::now();
+            let applied = progress.record_while(self, org_id, env_id, setup).await;
+            self.metrics.setup_ran(began.elapsed());
+            match applied {
                 Ok(log) => {
                     let ended = progress.finish(SetupState::Completed, now());
                     self.update(org_id, env_id, |r| {
@@ -320,6 +359,8 @@ impl Environments {
         progress: &SetupProgress,
     ) -> EnvFailure {
         let ended = progress.finish(SetupState::Failed, now());
+        self.metrics.setup_failed();
+        tracing::warn!(environment = %env_id, %step, error = %message, "environment failed to initialize");
         let error =
             EnvironmentError { code: "setup_failed".into(), message: message.clone(), step: Some(step.into()), output };
         let _ = self

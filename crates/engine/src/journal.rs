@@ -20,8 +20,9 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use store::{BatchWriter, Write};
+use telemetry::{Gauge, Metrics};
 use tokio::sync::watch;
 
 /// Writes taken into one transaction at most.
@@ -61,6 +62,8 @@ struct Shared {
     /// Set when a commit is handed to the journal thread; the thread waits on it.
     handoff: Mutex<bool>,
     wake: Condvar,
+    /// Each batch's commit time goes here.
+    metrics: Arc<Metrics>,
 }
 
 fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -68,8 +71,9 @@ fn lock<T: ?Sized>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Journal {
-    /// Starts the journal and its thread (the thread ends once the journal is dropped).
-    pub fn start(batches: Box<dyn BatchWriter>) -> std::io::Result<Self> {
+    /// Starts the journal and its thread (the thread ends once the journal is
+    /// dropped); its commits and queue depth go to `metrics`.
+    pub fn start(batches: Box<dyn BatchWriter>, metrics: Arc<Metrics>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             pending: Mutex::default(),
             writer: Mutex::new(batches),
@@ -80,7 +84,17 @@ impl Journal {
             scheduled: AtomicBool::new(false),
             handoff: Mutex::new(false),
             wake: Condvar::new(),
+            metrics: Arc::clone(&metrics),
         });
+        let depth = Arc::downgrade(&shared);
+        // Committed first: what is committed was queued before, so the difference never goes below zero.
+        let read = move || {
+            depth.upgrade().map_or(0, |s| {
+                let committed = *s.committed.borrow();
+                s.queued.load(Ordering::SeqCst).saturating_sub(committed)
+            })
+        };
+        metrics.read(Gauge::JournalQueueDepth, Box::new(read));
         let weak = Arc::downgrade(&shared);
         std::thread::Builder::new().name("rebyte-journal".into()).spawn(move || background(weak))?;
         Ok(Self { shared })
@@ -204,6 +218,7 @@ impl Shared {
             if batch.is_empty() {
                 return true;
             }
+            let began = Instant::now();
             let mut outcome = writer.write_batch(&batch, patient).map_err(|e| e.to_string());
             if outcome.is_err() && !patient {
                 let mut pending = lock(&self.pending);
@@ -220,6 +235,7 @@ impl Shared {
                 std::thread::sleep(Duration::from_millis(20 << attempt));
                 outcome = writer.write_batch(&batch, true).map_err(|e| e.to_string());
             }
+            self.metrics.journal_committed(began.elapsed());
             self.finish(&batch, outcome);
         }
         lock(&self.pending).is_empty()

@@ -22,7 +22,7 @@ async fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("rebyte.db");
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&path).await.unwrap());
-    let journal = Journal::start(store.batch_writer().unwrap()).unwrap();
+    let journal = Journal::start(store.batch_writer().unwrap(), Default::default()).unwrap();
     let delivered = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&delivered);
     journal.on_commit(Box::new(move |writes| {

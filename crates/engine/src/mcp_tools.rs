@@ -16,6 +16,7 @@ use models::ToolSpec;
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::turn::TurnError;
 use serde_json::Value;
+use telemetry::ToolKind;
 use tokio_util::sync::CancellationToken;
 
 /// The names of the helpers.
@@ -69,13 +70,16 @@ impl McpTools {
             _ = cancel.cancelled() => return Ok(None),
             done = connecting => done,
         };
+        for p in &problems {
+            let (server, step, required) = (&p.label, &p.step, p.required);
+            tracing::warn!(%server, %step, required, code = %p.code, error = %p.message, "MCP server failed to connect");
+        }
         if let Some(required) = problems.iter().find(|p| p.required) {
             return Err(required.turn_error());
         }
         let left_out = problems
             .iter()
             .map(|p| {
-                tracing::info!(server = %p.label, step = %p.step, error = %p.message, "optional MCP server left out of the turn");
                 (
                     "mcp_server_unavailable".to_string(),
                     format!(
@@ -137,6 +141,11 @@ impl McpTools {
             McpCallStatus::Incomplete => ItemStatus::Incomplete,
             _ => ItemStatus::Failed,
         };
+        // Under its label only when the label is one of the turn's servers: the model names
+        // the server, and a label that is not configured must not become a series.
+        let configured = self.live.read().await.planned.iter().any(|p| p.spec.config.label == server);
+        rec.metrics.mcp_call(if configured { &server } else { "unknown" }, began.elapsed());
+        rec.tool_finished(ToolKind::Mcp, status);
         // The call as the server runs it (the `mcp_turn` bench reads this): JSON arguments in,
         // prefetch taken or fetch made, checks, the call through the broker, the record out.
         tracing::debug!(server = %server, tool = %name, micros = began.elapsed().as_micros() as u64, "call_tool done");

@@ -1,16 +1,19 @@
 //! `Recorder`: writes one turn's progress — the turn row, its items, the
 //! session's engine-owned state — and publishes the matching events, always
-//! store first, then bus.
+//! store first, then bus. It also counts what the turn did (its end, its tool
+//! calls) in the server's metrics and logs the turn's start and end.
 
 use crate::bus::Bus;
 use crate::error::Result;
 use crate::journal::Journal;
 use protocol::event::{EventBody, SessionError};
-use protocol::item::Item;
+use protocol::item::{Item, ItemStatus};
 use protocol::session::{SessionRecord, SessionStatus, TokenUsage};
 use protocol::turn::{Turn, TurnError, TurnStatus};
 use std::sync::Arc;
+use std::time::Instant;
 use store::Write;
+use telemetry::{Metrics, ToolKind, ToolOutcome, TurnOutcome};
 
 /// Seconds since the Unix epoch.
 pub fn now() -> i64 {
@@ -54,11 +57,31 @@ pub struct Recorder {
     /// The turn's output items in their latest form, in order (they join the
     /// session's history kept in memory when the turn ends).
     pub items: Vec<Item>,
+    pub metrics: Arc<Metrics>,
+    /// When the turn went in progress on this recorder (its duration's start).
+    started: Option<Instant>,
 }
 
 impl Recorder {
-    pub fn new(journal: Arc<Journal>, bus: Arc<Bus>, org_id: String, session: SessionRecord, turn: Turn) -> Self {
-        Self { journal, bus, org_id, session, turn, next_output_index: 0, items: Vec::new() }
+    pub fn new(
+        journal: Arc<Journal>,
+        bus: Arc<Bus>,
+        metrics: Arc<Metrics>,
+        org_id: String,
+        session: SessionRecord,
+        turn: Turn,
+    ) -> Self {
+        Self { journal, bus, org_id, session, turn, next_output_index: 0, items: Vec::new(), metrics, started: None }
+    }
+
+    /// Counts a tool call whose item ended with `status`.
+    pub fn tool_finished(&self, kind: ToolKind, status: ItemStatus) {
+        let outcome = match status {
+            ItemStatus::Completed => ToolOutcome::Completed,
+            ItemStatus::Failed => ToolOutcome::Failed,
+            ItemStatus::Incomplete | ItemStatus::InProgress => ToolOutcome::Incomplete,
+        };
+        self.metrics.tool_call(kind, outcome);
     }
 
     fn put_item(&mut self, item: &Item) {
@@ -157,6 +180,16 @@ impl Recorder {
         actions: Vec<serde_json::Value>,
     ) -> Result<()> {
         self.turn.status = turn;
+        if turn == TurnStatus::InProgress && self.started.is_none() {
+            self.started = Some(Instant::now());
+            tracing::info!(
+                org = %self.org_id,
+                session = %self.session.id,
+                turn = %self.turn.id,
+                model = %self.session.agent.config.model,
+                "turn started"
+            );
+        }
         if turn == TurnStatus::InProgress && self.turn.started_at.is_none() {
             self.turn.started_at = Some(now());
         }
@@ -188,6 +221,7 @@ impl Recorder {
         self.turn.completed_at = Some(now());
         self.turn.error = error.clone();
         self.put_turn();
+        self.count_end(status, error.as_ref());
         if let Some(u) = &self.turn.usage {
             let total = self.session.usage.get_or_insert_with(TokenUsage::default);
             total.input_tokens += u.input_tokens;
@@ -215,5 +249,26 @@ impl Recorder {
         });
         events.push(EventBody::SessionIdle { session: Box::new(self.session.resource()) });
         self.emit(events).await
+    }
+
+    /// The turn's end in the metrics and the log.
+    fn count_end(&self, status: TurnStatus, error: Option<&TurnError>) {
+        let outcome = match status {
+            TurnStatus::Completed => TurnOutcome::Completed,
+            TurnStatus::Cancelled => TurnOutcome::Cancelled,
+            _ => TurnOutcome::Failed,
+        };
+        let model = &self.session.agent.config.model;
+        let duration = self.started.map(|s| s.elapsed());
+        self.metrics.turn_ended(outcome, model, duration);
+        let (org, session, turn) = (&self.org_id, self.session.id, &self.turn.id);
+        let duration_ms = duration.map(telemetry::millis);
+        let status = outcome.label();
+        match error {
+            Some(e) => tracing::info!(
+                %org, %session, %turn, %model, %status, duration_ms, code = %e.code, error = %e.message, "turn failed"
+            ),
+            None => tracing::info!(%org, %session, %turn, %model, %status, duration_ms, "turn ended"),
+        }
     }
 }

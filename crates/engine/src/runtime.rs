@@ -56,6 +56,7 @@ struct Inner {
     journal: Arc<Journal>,
     bus: Arc<Bus>,
     hosted: Option<Arc<dyn HostedToolsFactory>>,
+    metrics: Arc<telemetry::Metrics>,
     // Held only for short, non-async critical sections.
     slots: Mutex<HashMap<Uuid, Slot>>,
     histories: Histories,
@@ -68,16 +69,20 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts the engine and its journal writer (within a Tokio runtime).
+    /// Starts the engine and its journal writer (within a Tokio runtime),
+    /// recording into `metrics`.
     pub async fn new(
         store: Arc<dyn Store>,
         models: Registry,
         hosted: Option<Arc<dyn HostedToolsFactory>>,
+        metrics: Arc<telemetry::Metrics>,
     ) -> Result<Self> {
-        let journal = Arc::new(Journal::start(store.batch_writer()?).map_err(|e| store::Error::Writer(e.to_string()))?);
-        let bus = Arc::new(Bus::new(&store, Arc::clone(&journal)).await?);
-        let inner =
-            Inner { store, models, journal, bus, hosted, slots: Mutex::default(), histories: Histories::default() };
+        let journal = Journal::start(store.batch_writer()?, Arc::clone(&metrics))
+            .map_err(|e| store::Error::Writer(e.to_string()))?;
+        let journal = Arc::new(journal);
+        let bus = Arc::new(Bus::new(&store, Arc::clone(&journal), &metrics).await?);
+        let (slots, histories) = (Mutex::default(), Histories::default());
+        let inner = Inner { store, models, journal, bus, hosted, metrics, slots, histories };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -88,7 +93,9 @@ impl Engine {
     }
 
     fn recorder(&self, org_id: &str, session: SessionRecord, turn: Turn) -> Recorder {
-        Recorder::new(Arc::clone(&self.inner.journal), Arc::clone(&self.inner.bus), org_id.to_string(), session, turn)
+        let (journal, bus, metrics) =
+            (Arc::clone(&self.inner.journal), Arc::clone(&self.inner.bus), Arc::clone(&self.inner.metrics));
+        Recorder::new(journal, bus, metrics, org_id.to_string(), session, turn)
     }
 
     fn write(&self, write: Write) {
@@ -485,7 +492,8 @@ impl Engine {
                 a.pending.extend(calls);
             }
         });
-        let run = TurnRun { rec, model, tools, messages, cancel, results, register };
+        let series = self.inner.metrics.model(&rec.session.agent.config.model);
+        let run = TurnRun { rec, model, series, tools, messages, cancel, results, register };
         let mut rec_after = None;
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };

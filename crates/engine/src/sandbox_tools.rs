@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
+use telemetry::ToolKind;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -239,6 +240,7 @@ impl SandboxTools {
                 let text = format!("error: could not start the command: {e}");
                 let _ =
                     rec.done_item(item(Some(text.clone()), None, None, ItemStatus::Failed), index, Vec::new()).await;
+                rec.tool_finished(ToolKind::Shell, ItemStatus::Failed);
                 return HostedOutput::text(text);
             }
         };
@@ -289,6 +291,7 @@ impl SandboxTools {
             None => (None, ItemStatus::Incomplete, "stopped".to_string()),
         };
         let _ = rec.done_item(item(Some(shown.clone()), code, Some(duration_ms), item_status), index, Vec::new()).await;
+        rec.tool_finished(ToolKind::Shell, item_status);
         let code_text = code.map_or_else(|| "none".to_string(), |c| c.to_string());
         HostedOutput::text(format!(
             "exit code: {code_text}{}\n{shown}",
@@ -357,6 +360,7 @@ impl SandboxTools {
             status: if ok { ItemStatus::Completed } else { ItemStatus::Failed },
         };
         let _ = rec.add_done_item(item).await;
+        rec.tool_finished(ToolKind::File, if ok { ItemStatus::Completed } else { ItemStatus::Failed });
         HostedOutput::text(text)
     }
 }

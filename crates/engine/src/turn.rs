@@ -13,6 +13,9 @@ use protocol::item::{Content, Item, ItemStatus, Phase, Role, new_item_id};
 use protocol::session::SessionStatus;
 use protocol::turn::{TurnError, TurnStatus};
 use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Instant;
+use telemetry::ToolKind;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -36,6 +39,8 @@ pub enum Ending {
 pub struct TurnRun {
     pub rec: Recorder,
     pub model: ResolvedModel,
+    /// The model's metrics, found once for the turn's steps.
+    pub series: Arc<telemetry::ModelSeries>,
     pub tools: ToolSet,
     pub messages: Vec<Message>,
     pub cancel: CancellationToken,
@@ -88,8 +93,15 @@ impl TurnRun {
         )))
     }
 
-    /// One model call, streamed into a message item.
+    /// One model call, streamed into a message item, counted in the model's metrics.
     async fn step(&mut self) -> Result<Step> {
+        let began = Instant::now();
+        let step = self.stream_step().await;
+        self.series.step(began.elapsed());
+        step
+    }
+
+    async fn stream_step(&mut self) -> Result<Step> {
         let request = self.request();
         if request.tool_call_deltas {
             self.tools.hosted.iter().for_each(|h| h.step_started());
@@ -139,11 +151,23 @@ impl TurnRun {
                     }
                 }
                 Some(Ok(ModelEvent::ToolCall(call))) => calls.push(call),
-                Some(Ok(ModelEvent::Usage(u))) => add_usage(&mut self.rec.turn.usage, &u),
+                Some(Ok(ModelEvent::Usage(u))) => {
+                    self.series.tokens(u.input_tokens, u.output_tokens);
+                    add_usage(&mut self.rec.turn.usage, &u);
+                }
                 Some(Ok(ModelEvent::Finish(_))) | None => break,
                 Some(Err(e)) => {
                     self.close_message(message, text, ItemStatus::Incomplete, None).await?;
                     let model = &self.rec.session.agent.config.model;
+                    tracing::warn!(
+                        provider = %e.provider().unwrap_or("none"),
+                        status = e.status(),
+                        %model,
+                        session = %self.rec.session.id,
+                        turn = %self.rec.turn.id,
+                        error = %e,
+                        "model call failed"
+                    );
                     return Ok(Step::Ended(Ending::Failed(TurnError::new(
                         crate::record::model_error_code(&e),
                         format!("model '{model}' failed: {e}"),
@@ -249,6 +273,7 @@ impl TurnRun {
             status: ItemStatus::Failed,
         };
         self.rec.add_done_item(item).await?;
+        self.rec.tool_finished(ToolKind::Function, ItemStatus::Failed);
         let output = Item::FunctionCallOutput {
             id: new_item_id(),
             turn_id,
@@ -295,6 +320,7 @@ impl TurnRun {
             let Some(pos) = pending.iter().position(|p| p.0 == result.call_id) else { continue };
             let (call_id, item, index, _) = pending.remove(pos);
             let status = if result.success { ItemStatus::Completed } else { ItemStatus::Failed };
+            self.rec.tool_finished(ToolKind::Function, status);
             if let Item::FunctionCall { id, call_id, name, arguments, turn_id, .. } = item {
                 let done = Item::FunctionCall { id, call_id, name, arguments, turn_id, status };
                 self.rec.done_item(done, index, Vec::new()).await?;

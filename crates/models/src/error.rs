@@ -96,6 +96,14 @@ impl ModelError {
         }
     }
 
+    /// The HTTP status the upstream answered, if it answered one.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            Self::Status { status, .. } => Some(*status),
+            _ => None,
+        }
+    }
+
     /// The provider the error comes from, if it comes from a model call.
     pub fn provider(&self) -> Option<&str> {
         match self {

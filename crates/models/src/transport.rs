@@ -50,7 +50,14 @@ impl Endpoint {
                 return Err(error);
             }
             let delay = self.settings.retry.delay(retry, retry_after);
-            tracing::debug!(provider = %self.provider, attempt, ?delay, error = %error, "retrying model request");
+            tracing::warn!(
+                provider = %self.provider,
+                attempt,
+                status = error.status(),
+                delay_ms = delay.as_millis() as u64,
+                error = %error,
+                "retrying model request"
+            );
             tokio::time::sleep(delay).await;
             attempt += 1;
         }

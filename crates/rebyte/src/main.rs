@@ -7,6 +7,8 @@ use protocol::admin::Scope;
 use server::{Config, keys};
 use std::path::PathBuf;
 
+mod logging;
+
 #[derive(Parser)]
 #[command(name = "rebyte", version, about = "A self-hosted agent platform server")]
 struct Cli {
@@ -58,6 +60,9 @@ enum Command {
         /// sandbox has no quota but still competes as one group for its fair share.
         #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
         sandbox_cpus: Option<f64>,
+        /// Log lines as text, or as one JSON object a line.
+        #[arg(long, env = "REBYTE_LOG_FORMAT", value_enum, default_value_t)]
+        log_format: logging::LogFormat,
     },
     /// Manage organization API keys.
     Keys {
@@ -145,12 +150,15 @@ fn one_line(e: &anyhow::Error) -> String {
 }
 
 async fn run() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("REBYTE_LOG").unwrap_or_else(|_| "info".into()))
-        .with_writer(std::io::stderr)
-        .init();
-    match Cli::parse().command {
-        Command::Serve { listen, storage, body_limit, config: models_config, master_key_file, sandbox_cpus } => {
+    let cli = Cli::parse();
+    logging::init(match &cli.command {
+        Command::Serve { log_format, .. } => *log_format,
+        _ => logging::LogFormat::Text,
+    });
+    match cli.command {
+        Command::Serve {
+            listen, storage, body_limit, config: models_config, master_key_file, sandbox_cpus, ..
+        } => {
             let mut config = storage.config();
             config.body_limit = body_limit;
             if let Some(cpus) = sandbox_cpus {

@@ -186,6 +186,8 @@ pub fn tail_start(s: &str, keep: usize) -> usize {
 
 /// One run of setup: its log, its place among the steps, and who watches.
 struct Run<'o> {
+    /// The sandbox's id, for the log lines.
+    sandbox: String,
     log: LogBuffer,
     observe: &'o mut (dyn FnMut(SetupEvent<'_>) + Send),
     index: usize,
@@ -200,6 +202,7 @@ impl Run<'_> {
 
     /// Starts the next step and logs its command line.
     fn step(&mut self, name: &str, command: &str) {
+        tracing::info!(environment = %self.sandbox, step = name, %command, "environment setup step");
         (self.observe)(SetupEvent::Step { name, command, index: self.index, total: self.total });
         self.index += 1;
         self.push(&format!("$ {command}\n"));
@@ -258,7 +261,7 @@ pub async fn apply_setup_observed(
 ) -> Result<SetupLog> {
     let packages = package_steps(&spec.packages);
     let total = spec.step_count();
-    let mut run = Run { log: LogBuffer::default(), observe, index: 0, total };
+    let mut run = Run { sandbox: sandbox.id().to_string(), log: LogBuffer::default(), observe, index: 0, total };
     if !spec.env.is_empty() {
         sandbox.set_env(spec.env.clone()).await?;
     }

@@ -169,6 +169,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         None => sandbox::LocalConfig::default(),
     };
     let backend: Arc<dyn sandbox::Backend> = Arc::new(sandbox::LocalBackend::new(local));
+    // One registry for the server: the engine, its environments and the HTTP layer record into it.
+    let metrics = Arc::new(telemetry::Metrics::default());
     let envs = engine::environments::Environments::new(
         Arc::clone(&store),
         backend,
@@ -178,6 +180,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
             idle_pause: config.idle_pause,
             limits: config.sandbox_limits,
         },
+        Arc::clone(&metrics),
     );
     envs.start_reaper();
     let hub = Arc::new(mcp::Hub::new(Arc::new(mcp::SystemClock)));
@@ -190,12 +193,12 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         envs: Arc::clone(&envs),
         mcp: Some(mcp_setup),
     });
-    let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools)).await?;
+    let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools), Arc::clone(&metrics)).await?;
     let recovered = engine.recover().await?;
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    Ok(AppState::new(app::App { store, engine, envs, credentials, mcp: hub }))
+    Ok(AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics))
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.

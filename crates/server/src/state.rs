@@ -13,7 +13,7 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(app: app::App) -> Self {
-        Self { app, keys: Arc::default(), metrics: Arc::default() }
+    pub fn new(app: app::App, work: Arc<telemetry::Metrics>) -> Self {
+        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)) }
     }
 }

@@ -15,7 +15,8 @@ pub async fn start(model_url: &str) -> TestApp {
     let store: Arc<dyn store::Store> = Arc::new(store::SqliteStore::open(&dir.path().join("rebyte.db")).await.unwrap());
     let toml = format!("[providers.openai]\nbase_url = \"{model_url}\"\n");
     let models = models::Registry::builder().config_toml(toml).build().unwrap();
-    let engine = engine::Engine::new(Arc::clone(&store), models, None).await.unwrap();
+    let metrics = Arc::new(telemetry::Metrics::default());
+    let engine = engine::Engine::new(Arc::clone(&store), models, None, Arc::clone(&metrics)).await.unwrap();
     let backend: Arc<dyn sandbox::Backend> = Arc::new(sandbox::LocalBackend::new(sandbox::LocalConfig::default()));
     let envs = engine::environments::Environments::new(
         Arc::clone(&store),
@@ -26,6 +27,7 @@ pub async fn start(model_url: &str) -> TestApp {
             idle_pause: std::time::Duration::from_secs(600),
             limits: sandbox::Limits::default(),
         },
+        metrics,
     );
     let cipher = secrets::Cipher::new(&secrets::MasterKey::generate());
     let credentials = app::credentials::Credentials::new(Arc::clone(&store), cipher).unwrap();

@@ -1,4 +1,5 @@
-//! Turning rmcp's errors into [`McpError`]s that name the server and the step.
+//! Turning rmcp's errors into [`McpError`]s that name the server and the step. A transport
+//! error is described by its cause: rmcp's own text names its internal transport types.
 
 use crate::error::{McpError, Step};
 use rmcp::ServiceError;
@@ -11,7 +12,7 @@ pub(crate) fn from_service(server: &str, step: Step, error: ServiceError) -> Mcp
             McpError::Server { server, step, code: data.code.0, message: data.message.into() }
         }
         ServiceError::TransportClosed => McpError::Closed { server, step },
-        ServiceError::TransportSend(error) => McpError::Transport { server, step, message: error.to_string() },
+        ServiceError::TransportSend(error) => McpError::Transport { server, step, message: error.error.to_string() },
         ServiceError::UnexpectedResponse => {
             McpError::Protocol { server, step, message: "the answer is not a result of the expected kind".into() }
         }
@@ -30,7 +31,7 @@ pub(crate) fn from_initialize(server: &str, error: ClientInitializeError) -> Mcp
             McpError::Server { server, step, code: data.code.0, message: data.message.into() }
         }
         ClientInitializeError::TransportError { error, context } => {
-            McpError::Transport { server, step, message: format!("{error} ({context})") }
+            McpError::Transport { server, step, message: format!("{} ({context})", error.error) }
         }
         ClientInitializeError::Cancelled => McpError::Cancelled { server, step },
         other @ (ClientInitializeError::ExpectedInitResponse(_)

@@ -9,6 +9,7 @@ mod environment_runtime;
 mod environment_setup;
 mod environments;
 mod mcp;
+mod observability;
 mod openapi;
 mod ops;
 mod responses;

@@ -1,0 +1,30 @@
+//! The log subscriber: lines on stderr filtered by `REBYTE_LOG` (default
+//! `info`), as text or as one JSON object a line, coloured only when stderr is
+//! a terminal (and `NO_COLOR` is unset).
+
+use std::io::IsTerminal;
+use tracing_subscriber::EnvFilter;
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `2026-12-01T10:00:00.123Z  INFO server::metrics: request method=GET …`
+    #[default]
+    Text,
+    /// `{"timestamp":…,"level":"INFO","message":"request","method":"GET",…,"target":"server::metrics"}`
+    Json,
+}
+
+/// Installs the process's subscriber (once; a second call changes nothing).
+pub fn init(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("REBYTE_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => {
+            let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+            builder.with_ansi(colour).try_init()
+        }
+        // The event's fields sit beside `message` at the top level, as log tools expect.
+        LogFormat::Json => builder.json().flatten_event(true).with_ansi(false).try_init(),
+    };
+}
