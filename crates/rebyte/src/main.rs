@@ -77,6 +77,7 @@ Environment variables besides those shown with the options above:
   REBYTE_BOOTSTRAP_KEY   the first key (rbk_ and at least 32 letters or digits), installed on start
   REBYTE_MASTER_KEY      the master key itself (64 hex digits or base64 of 32 bytes); wins over any file
   REBYTE_LOG             the log filter (tracing syntax, e.g. info or info,engine=debug); default info
+  NO_COLOR               set: no ANSI colours in text logs (never used off a terminal anyway)
   OPENAI_BASE_URL        where model names go without rebyte.toml (an OpenAI-compatible /v1 endpoint)
   OPENAI_API_KEY         the key sent there
   ANTHROPIC_API_KEY      routes claude-* model names to Anthropic when set
