@@ -203,7 +203,8 @@ async fn with_rebyte_log_format_json_every_line_is_a_json_object_naming_what_hap
     let error = mcp["error"].as_str().unwrap();
     assert!(error.contains("'gone'") && !error.contains("rmcp::"), "the cause, not internal type names: {error}");
 
-    let step = find("environment setup step", &|e| e["step"] == "echo set up");
+    let step = find("environment setup step", &|e| e["command"] == "echo set up");
+    assert_eq!(step["step"], "setup_commands[0]", "the step by name, beside its command: {step}");
     assert_eq!(step["environment"], run.env_id.as_str(), "{step}");
     let ready = find("environment ready", &|_| true);
     assert_eq!(ready["environment"], run.env_id.as_str(), "{ready}");
