@@ -14,7 +14,8 @@
 //! - [`Journal::flush`] lets the tasks its caller started run first, then
 //!   commits, and returns once everything queued before it is committed.
 //! - A commit that would have to wait for a database lock goes to the
-//!   journal's own thread, which waits and retries. The thread also commits
+//!   journal's own thread, which waits and retries; so does every commit
+//!   when the writer does not commit inline (PostgreSQL's). The thread also commits
 //!   whatever was left queued and checkpoints the write-ahead log.
 
 use std::collections::VecDeque;
@@ -61,6 +62,9 @@ struct Shared {
     scheduled: AtomicBool,
     /// Set when a commit is handed to the journal thread; the thread waits on it.
     handoff: Mutex<bool>,
+    /// Whether callers may commit on their own thread (the writer says; else
+    /// every commit is the journal thread's).
+    inline: bool,
     wake: Condvar,
     /// Each batch's commit time goes here.
     metrics: Arc<Metrics>,
@@ -74,7 +78,9 @@ impl Journal {
     /// Starts the journal and its thread (the thread ends once the journal is
     /// dropped); its commits and queue depth go to `metrics`.
     pub fn start(batches: Box<dyn BatchWriter>, metrics: Arc<Metrics>) -> std::io::Result<Self> {
+        let inline = batches.commits_inline();
         let shared = Arc::new(Shared {
+            inline,
             pending: Mutex::default(),
             writer: Mutex::new(batches),
             deliver: OnceLock::new(),
@@ -178,6 +184,9 @@ impl Journal {
 
 impl Shared {
     fn commit_now(&self) {
+        if !self.inline {
+            return self.hand_off();
+        }
         for _ in 0..INLINE_ROUNDS {
             // Busy: the holder looks at the queue again after letting go.
             let Ok(mut writer) = self.writer.try_lock() else { return };

@@ -5,12 +5,20 @@
 //!   `Arc<dyn Store>` and never sees SQL.
 //! - [`sqlite`]: the default backend, one WAL-mode file under the data directory,
 //!   with its migrations in `migrations/sqlite`.
+//! - [`postgres`]: PostgreSQL (`postgres://…`), with its migrations in
+//!   `migrations/postgres`; [`open`] picks the backend a URL names.
 //! - [`Page`] and [`SessionFilter`]: what list queries take and give.
 //!
 //! Every method takes the organization id: a row of another organization is
 //! simply not found.
 
 mod error;
+mod migrate;
+mod paging;
+pub mod postgres;
+mod postgres_batch;
+mod postgres_turns;
+mod postgres_vaults;
 mod session_cache;
 pub mod sqlite;
 mod sqlite_batch;
@@ -19,6 +27,7 @@ mod sqlite_turns;
 mod sqlite_vaults;
 
 pub use error::{Error, Result};
+pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
 
 use async_trait::async_trait;
@@ -61,6 +70,12 @@ pub trait BatchWriter: Send {
     fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()>;
     /// Housekeeping between batches (SQLite: checkpoints the write-ahead log).
     fn checkpoint(&mut self) -> Result<()>;
+    /// Whether a commit may run on the caller's thread (an async task's):
+    /// SQLite's takes tens of microseconds; PostgreSQL's writer commits on
+    /// the journal's thread only, so a network round trip never holds a worker.
+    fn commits_inline(&self) -> bool {
+        true
+    }
 }
 
 /// One write of the engine's journal; a batch of them commits in one
@@ -245,6 +260,22 @@ pub trait Store: Send + Sync + 'static {
     async fn master_key_check(&self) -> Result<Option<Vec<u8>>>;
     /// Stores `sealed` as the key check value unless one exists; returns the one kept.
     async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>>;
+}
+
+/// Opens the store a database URL names: `sqlite://PATH` or
+/// `postgres://…` (`postgresql://…`). Anything else is refused by name.
+pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>> {
+    let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or_default();
+    Ok(match scheme {
+        "sqlite" => std::sync::Arc::new(SqliteStore::open_url(url).await?),
+        "postgres" | "postgresql" => std::sync::Arc::new(PgStore::open_url(url).await?),
+        "" => return Err(Error::Config(format!("'{url}' is not a database URL: use sqlite://PATH or postgres://…"))),
+        other => {
+            return Err(Error::Config(format!(
+                "database URL scheme '{other}' is not supported: use sqlite://PATH or postgres://…"
+            )));
+        }
+    })
 }
 
 /// The sequence number inside an `evt_<sequence>` id.

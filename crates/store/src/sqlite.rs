@@ -5,15 +5,15 @@
 
 use crate::{ApiKeyRecord, Error, Page, Result, SessionFilter, Store};
 use async_trait::async_trait;
-use protocol::admin::{Organization, Scope};
+use protocol::admin::Organization;
 use protocol::agent::AgentRecord;
 use protocol::event::Event;
 use protocol::item::Item;
-use protocol::list::{Order, PageRequest};
+use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
 use protocol::turn::Turn;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, Row, Sqlite, SqlitePool};
+use sqlx::{Row, SqlitePool};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -65,13 +65,9 @@ impl SqliteStore {
     async fn connect(options: SqliteConnectOptions) -> Result<Self> {
         let path = options.get_filename().to_path_buf();
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
-        MIGRATOR.run(&pool).await?;
+        crate::migrate::run(&MIGRATOR, &pool).await?;
         Ok(Self { pool, sessions: Default::default(), path })
     }
-}
-
-fn parse_scopes(s: &str) -> Vec<Scope> {
-    s.split(',').filter_map(|p| p.parse().ok()).collect()
 }
 
 fn key_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApiKeyRecord> {
@@ -81,7 +77,7 @@ fn key_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ApiKeyRecord> {
         hash: row.try_get("hash")?,
         prefix: row.try_get("prefix")?,
         name: row.try_get("name")?,
-        scopes: parse_scopes(&row.try_get::<String, _>("scopes")?),
+        scopes: crate::paging::parse_scopes(&row.try_get::<String, _>("scopes")?),
         created_at: row.try_get("created_at")?,
         revoked_at: row.try_get("revoked_at")?,
     })
@@ -96,49 +92,15 @@ fn org_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<Organization> {
     })
 }
 
-/// Runs a cursor-paginated `SELECT doc` over `table` for one organization,
-/// with extra conditions added by `filter`.
+/// Cursor pagination over one of this backend's tables (see [`crate::paging`]).
 pub(crate) async fn page_of<T: serde::de::DeserializeOwned>(
     pool: &SqlitePool,
     table: &str,
     org_id: &str,
     page: &PageRequest,
-    filter: impl Fn(&mut QueryBuilder<'_, Sqlite>),
+    filter: impl Fn(&mut crate::paging::Sql),
 ) -> Result<Page<T>> {
-    // `before` walks backwards from its cursor; the page is then put back in
-    // the requested order.
-    let (cursor, forward) = match (&page.after, &page.before) {
-        (Some(after), _) => (Some(after), true),
-        (None, Some(before)) => (Some(before), false),
-        (None, None) => (None, true),
-    };
-    let ascending = (page.order == Order::Asc) == forward;
-    let mut q: QueryBuilder<Sqlite> = QueryBuilder::new(format!("SELECT doc FROM {table} WHERE org_id = "));
-    q.push_bind(org_id.to_string());
-    if let Some(cursor) = cursor {
-        let seq: Option<i64> = sqlx::query_scalar(&format!("SELECT seq FROM {table} WHERE id = ? AND org_id = ?"))
-            .bind(cursor)
-            .bind(org_id)
-            .fetch_optional(pool)
-            .await?;
-        let seq = seq.ok_or_else(|| Error::UnknownCursor(cursor.clone()))?;
-        q.push(if ascending { " AND seq > " } else { " AND seq < " });
-        q.push_bind(seq);
-    }
-    filter(&mut q);
-    q.push(if ascending { " ORDER BY seq ASC LIMIT " } else { " ORDER BY seq DESC LIMIT " });
-    q.push_bind(i64::from(page.limit) + 1);
-    let rows = q.build().fetch_all(pool).await?;
-    let has_more = rows.len() > page.limit as usize;
-    let mut items = rows
-        .iter()
-        .take(page.limit as usize)
-        .map(|row| Ok(serde_json::from_str(row.try_get::<&str, _>("doc")?)?))
-        .collect::<Result<Vec<T>>>()?;
-    if !forward {
-        items.reverse();
-    }
-    Ok(Page { items, has_more })
+    crate::paging::page_of(pool, table, "doc", org_id, page, filter).await
 }
 
 #[async_trait]

@@ -8,10 +8,7 @@ use protocol::vault::{Credential, CredentialRecord, Vault};
 use sqlx::{QueryBuilder, Row, Sqlite};
 
 /// Adds `metadata[key] = value` conditions on `table.doc`.
-fn metadata_filter<'a>(
-    table: &'a str,
-    metadata: &'a [(String, String)],
-) -> impl Fn(&mut QueryBuilder<'_, Sqlite>) + 'a {
+fn metadata_filter<'a>(table: &'a str, metadata: &'a [(String, String)]) -> impl Fn(&mut crate::paging::Sql) + 'a {
     move |q| {
         for (key, value) in metadata {
             q.push(format!(" AND EXISTS (SELECT 1 FROM json_each({table}.doc, '$.metadata') WHERE key = "));

@@ -2,3 +2,4 @@
 
 pub mod model_server;
 pub mod npm;
+pub mod postgres;

@@ -1,0 +1,55 @@
+//! The backends under test: a store over a fresh database, its URL, raw SQL
+//! for the few tests that change the schema under the store, and a journal
+//! commit on a thread of its own (as the engine's journal thread commits).
+
+use std::sync::Arc;
+use store::{Store, Write};
+
+pub struct Backend {
+    pub store: Arc<dyn Store>,
+    pub url: String,
+    pub kind: Kind,
+    _dir: Option<tempfile::TempDir>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("rebyte.db").display());
+        let store = store::open(&url).await.unwrap();
+        Self { store, url, kind: Kind::Sqlite, _dir: Some(dir) }
+    }
+
+    pub async fn postgres() -> Option<Self> {
+        let url = test_support::postgres::fresh().await?;
+        let store = store::open(&url).await.unwrap();
+        Some(Self { store, url, kind: Kind::Postgres, _dir: None })
+    }
+
+    /// Runs SQL on a connection of its own, beside the store.
+    pub async fn execute(&self, sql: &str) {
+        use sqlx::Connection;
+        match self.kind {
+            Kind::Sqlite => {
+                let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+            }
+            Kind::Postgres => {
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(sql).execute(&mut conn).await.unwrap();
+            }
+        }
+    }
+
+    /// Commits one journal batch, waiting, on a plain thread.
+    pub fn commit(&self, writes: Vec<Write>) -> store::Result<()> {
+        let mut writer = self.store.batch_writer()?;
+        std::thread::spawn(move || writer.write_batch(&writes, true)).join().unwrap()
+    }
+}

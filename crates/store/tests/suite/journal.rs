@@ -1,0 +1,142 @@
+//! The journal's batches: applied in order in one transaction; a batch that
+//! fails leaves nothing; state writes keep the session's configuration and
+//! configuration writes keep the engine's state.
+
+use super::backend::{Backend, Kind};
+use super::contract;
+use super::records::{event_write, item_write, message, org, stored_session, turn, turn_write};
+
+use protocol::session::SessionStatus;
+use protocol::turn::TurnStatus;
+use store::{SessionFilter, Write};
+
+contract!(
+    a_batch_applies_its_writes_in_order,
+    a_failing_batch_leaves_nothing,
+    configuration_and_state_writes_keep_each_others_fields,
+    deleting_a_session_deletes_its_turns_items_and_events
+);
+
+async fn a_batch_applies_its_writes_in_order(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    // Read once so the session cache holds it: the state write must reach the cached copy too.
+    b.store.get_session(&org_id, session.id).await.unwrap();
+    let queued = turn(session.id, TurnStatus::Queued);
+    let mut done = queued.clone();
+    done.status = TurnStatus::Completed;
+    let item = message(&queued.id, "hello");
+    let mut state = session.state();
+    state.status = SessionStatus::InProgress;
+    state.last_active_at = 42;
+    b.commit(vec![
+        turn_write(&org_id, &queued),
+        item_write(&org_id, session.id, &item),
+        Write::SessionState { org_id: org_id.clone(), session_id: session.id, state: state.clone() },
+        event_write(1, session.id, "a"),
+        turn_write(&org_id, &done),
+        event_write(2, session.id, "b"),
+    ])
+    .unwrap();
+    let id = queued.id.parse().unwrap();
+    assert_eq!(b.store.get_turn(&org_id, id).await.unwrap(), Some(done.clone()), "the later write wins");
+    assert!(b.store.open_turns().await.unwrap().is_empty());
+    assert_eq!(b.store.turn_items(&org_id, session.id, &queued.id).await.unwrap(), vec![item.clone()]);
+    assert_eq!(b.store.history(&org_id, session.id).await.unwrap(), vec![item]);
+    let events = b.store.events_after(session.id, 0, 10).await.unwrap();
+    assert_eq!(events.iter().map(|e| e.event_id.clone()).collect::<Vec<_>>(), [store::event_id(1), store::event_id(2)]);
+    let stored = b.store.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::InProgress, 42));
+    // Read around the cache: another store over the same database.
+    let fresh = store::open(&b.url).await.unwrap();
+    let stored = fresh.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::InProgress, 42));
+    assert_eq!(b.store.max_event_seq().await.unwrap(), 2);
+    // A batch of one write.
+    let mut failed = done;
+    failed.status = TurnStatus::Failed;
+    b.commit(vec![turn_write(&org_id, &failed)]).unwrap();
+    assert_eq!(b.store.get_turn(&org_id, id).await.unwrap().unwrap().status, TurnStatus::Failed);
+}
+
+async fn a_failing_batch_leaves_nothing(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    // The database refuses the event of sequence 666.
+    b.execute(match b.kind {
+        Kind::Sqlite => {
+            "CREATE TRIGGER poison BEFORE INSERT ON events WHEN NEW.seq = 666 \
+             BEGIN SELECT RAISE(ABORT, 'poisoned'); END;"
+        }
+        Kind::Postgres => "ALTER TABLE events ADD CONSTRAINT poison CHECK (seq <> 666)",
+    })
+    .await;
+    let t = turn(session.id, TurnStatus::Queued);
+    let item = message(&t.id, "lost");
+    let mut state = session.state();
+    state.status = SessionStatus::Failed;
+    let batch = vec![
+        turn_write(&org_id, &t),
+        item_write(&org_id, session.id, &item),
+        Write::SessionState { org_id: org_id.clone(), session_id: session.id, state },
+        event_write(665, session.id, "a"),
+        event_write(666, session.id, "b"),
+    ];
+    assert!(b.commit(batch).is_err());
+    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_none());
+    assert!(b.store.list_items(&org_id, session.id, None, &super::records::asc()).await.unwrap().items.is_empty());
+    assert!(b.store.events_after(session.id, 0, 10).await.unwrap().is_empty());
+    assert_eq!(b.store.get_session(&org_id, session.id).await.unwrap().unwrap().status, SessionStatus::Idle);
+    // The writer goes on with the next batch.
+    b.commit(vec![turn_write(&org_id, &t), event_write(667, session.id, "c")]).unwrap();
+    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_some());
+}
+
+async fn configuration_and_state_writes_keep_each_others_fields(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let mut state = session.state();
+    state.status = SessionStatus::InProgress;
+    b.commit(vec![Write::SessionState { org_id: org_id.clone(), session_id: session.id, state }]).unwrap();
+    // A metadata update racing a turn does not roll its status back.
+    let mut changed = session.clone();
+    changed.metadata.insert("team".into(), "blue".into());
+    changed.status = SessionStatus::Idle;
+    assert!(b.store.put_session(&org_id, &changed).await.unwrap());
+    let stored = b.store.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, SessionStatus::InProgress);
+    assert_eq!(stored.metadata.get("team").map(String::as_str), Some("blue"));
+    // Lists filter on the stored metadata and agent.
+    let filter = |agent: Option<&str>, metadata: &[(&str, &str)]| SessionFilter {
+        agent_id: agent.map(Into::into),
+        metadata: metadata.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+    };
+    let other = stored_session(b.store.as_ref(), &org_id).await;
+    let org_ref = &org_id;
+    let list = |f: SessionFilter| async move {
+        let page = b.store.list_sessions(org_ref, &f, &super::records::asc()).await.unwrap();
+        page.items.into_iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+    assert_eq!(list(filter(None, &[("team", "blue")])).await, vec![session.id]);
+    assert!(list(filter(None, &[("team", "red")])).await.is_empty());
+    assert_eq!(list(filter(Some("agent_1"), &[])).await, vec![session.id, other.id]);
+    assert!(list(filter(Some("agent_2"), &[])).await.is_empty());
+}
+
+async fn deleting_a_session_deletes_its_turns_items_and_events(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let t = turn(session.id, TurnStatus::Completed);
+    b.commit(vec![
+        turn_write(&org_id, &t),
+        item_write(&org_id, session.id, &message(&t.id, "x")),
+        event_write(1, session.id, "x"),
+    ])
+    .unwrap();
+    assert!(b.store.claim_idempotency_key(&org_id, session.id, "k", 1).await.unwrap());
+    assert!(b.store.delete_session(&org_id, session.id).await.unwrap());
+    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_none());
+    assert!(b.store.turn_items(&org_id, session.id, &t.id).await.unwrap().is_empty());
+    assert!(b.store.events_after(session.id, 0, 10).await.unwrap().is_empty());
+    assert!(b.store.claim_idempotency_key(&org_id, session.id, "k", 2).await.unwrap(), "its keys went too");
+}

@@ -1,0 +1,106 @@
+//! Records to store: the smallest valid one of each kind.
+
+use protocol::admin::Organization;
+use protocol::agent::{AgentConfig, AgentRecord};
+use protocol::event::{Event, EventBody};
+use protocol::item::{Content, Item, ItemStatus, Role};
+use protocol::session::{SessionAgent, SessionEnvironment, SessionRecord, SessionStatus};
+use protocol::turn::{Turn, TurnStatus};
+use std::sync::Arc;
+use store::{Store, Write};
+use uuid::Uuid;
+
+/// Creates an organization and returns its id.
+pub async fn org(store: &dyn Store, name: &str) -> String {
+    let id = format!("org_{}", Uuid::new_v4().simple());
+    let org = Organization { id: id.clone(), object: "organization".into(), name: name.into(), created_at: 1 };
+    store.create_organization(&org).await.unwrap();
+    id
+}
+
+pub fn agent(id: &str) -> AgentRecord {
+    AgentRecord {
+        id: id.into(),
+        version: 1,
+        created_at: 1,
+        updated_at: 1,
+        name: Some(id.into()),
+        metadata: Default::default(),
+        config: AgentConfig::default(),
+    }
+}
+
+pub fn session(agent_id: &str) -> SessionRecord {
+    SessionRecord {
+        id: Uuid::new_v4(),
+        created_at: 1,
+        last_active_at: 1,
+        metadata: Default::default(),
+        agent: SessionAgent { id: agent_id.into(), version: None, name: None, config: AgentConfig::default() },
+        environment: SessionEnvironment::None,
+        status: SessionStatus::Idle,
+        error: None,
+        vault_ids: Vec::new(),
+        prompt_cache_options: None,
+        review: Default::default(),
+        usage: None,
+        required_actions: Vec::new(),
+        environment_role: Default::default(),
+        sealed_mcp_secrets: None,
+    }
+}
+
+/// Creates a session of `org_id` and returns it.
+pub async fn stored_session(store: &dyn Store, org_id: &str) -> SessionRecord {
+    let session = session("agent_1");
+    store.create_session(org_id, &session).await.unwrap();
+    session
+}
+
+pub fn turn(session_id: Uuid, status: TurnStatus) -> Turn {
+    let mut turn = Turn::queued(Uuid::new_v4(), session_id, "agent_1", 1);
+    turn.status = status;
+    turn
+}
+
+pub fn message(turn_id: &str, text: &str) -> Item {
+    Item::Message {
+        id: format!("msg_{}", Uuid::new_v4().simple()),
+        turn_id: turn_id.into(),
+        role: Role::User,
+        status: ItemStatus::Completed,
+        content: vec![Content::InputText { text: text.into() }],
+        phase: None,
+    }
+}
+
+pub fn event(seq: i64, session_id: Uuid, delta: &str) -> Event {
+    Event {
+        event_id: store::event_id(seq),
+        body: EventBody::OutputTextDelta {
+            session_id: session_id.to_string(),
+            turn_id: "t".into(),
+            item_id: "i".into(),
+            output_index: 0,
+            content_index: 0,
+            delta: delta.into(),
+        },
+    }
+}
+
+pub fn turn_write(org_id: &str, turn: &Turn) -> Write {
+    Write::Turn { org_id: org_id.into(), turn: turn.clone() }
+}
+
+pub fn item_write(org_id: &str, session_id: Uuid, item: &Item) -> Write {
+    Write::Item { org_id: org_id.into(), session_id, item: item.clone() }
+}
+
+pub fn event_write(seq: i64, session_id: Uuid, delta: &str) -> Write {
+    Write::Event { session_id, event: Arc::new(event(seq, session_id, delta)) }
+}
+
+/// The first page of a list, oldest first.
+pub fn asc() -> protocol::list::PageRequest {
+    protocol::list::PageRequest { order: protocol::list::Order::Asc, ..Default::default() }
+}

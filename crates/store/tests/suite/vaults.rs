@@ -1,0 +1,168 @@
+//! Vaults, credentials (sealed secrets, versioned updates), the master key
+//! check, environments and artifacts.
+
+use super::backend::Backend;
+use super::contract;
+use super::records::{org, stored_session};
+use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
+
+use protocol::vault::{Credential, CredentialAuth, CredentialRecord, Vault};
+use store::Artifact;
+
+contract!(
+    vaults_and_credentials_belong_to_their_organization,
+    the_master_key_check_keeps_the_first_value,
+    environments_are_replaced_only_by_their_organization,
+    artifacts_are_immutable_and_keep_their_bytes
+);
+
+fn vault(id: &str, team: &str) -> Vault {
+    Vault {
+        id: id.into(),
+        created_at: 1,
+        metadata: [("team".to_string(), team.to_string())].into(),
+        name: Some(id.into()),
+        object: "vault".into(),
+    }
+}
+
+fn credential(id: &str, vault_id: &str, version: i64) -> CredentialRecord {
+    CredentialRecord {
+        credential: Credential {
+            id: id.into(),
+            auth: CredentialAuth::StaticBearer { mcp_server_url: "https://mcp.example/mcp".into() },
+            created_at: 1,
+            metadata: [("env".to_string(), "prod".to_string())].into(),
+            name: id.into(),
+            object: "vault.credential".into(),
+            updated_at: version,
+            vault_id: vault_id.into(),
+        },
+        version,
+        sealed: vec![0, 1, 2, 255, version as u8],
+    }
+}
+
+async fn vaults_and_credentials_belong_to_their_organization(b: &Backend) {
+    let store = b.store.as_ref();
+    let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
+    store.create_vault(&mine, &vault("vlt_1", "blue")).await.unwrap();
+    store.create_vault(&mine, &vault("vlt_2", "red")).await.unwrap();
+    store.create_vault(&theirs, &vault("vlt_3", "blue")).await.unwrap();
+    assert_eq!(store.get_vault(&mine, "vlt_1").await.unwrap(), Some(vault("vlt_1", "blue")));
+    assert!(store.get_vault(&theirs, "vlt_1").await.unwrap().is_none());
+    let page = super::records::asc();
+    let blue = store.list_vaults(&mine, &[("team".into(), "blue".into())], &page).await.unwrap().items;
+    assert_eq!(blue, vec![vault("vlt_1", "blue")]);
+    assert_eq!(store.list_vaults(&mine, &[], &page).await.unwrap().items.len(), 2);
+    assert!(!store.put_vault(&theirs, &vault("vlt_1", "green")).await.unwrap());
+    assert!(store.put_vault(&mine, &vault("vlt_1", "green")).await.unwrap());
+    assert_eq!(store.get_vault(&mine, "vlt_1").await.unwrap(), Some(vault("vlt_1", "green")));
+    let ids = ["vlt_1", "vlt_3", "vlt_9"].map(String::from);
+    assert_eq!(store.existing_vaults(&mine, &ids).await.unwrap(), vec!["vlt_1".to_string()]);
+    assert!(store.existing_vaults(&mine, &[]).await.unwrap().is_empty());
+
+    store.create_credential(&mine, &credential("cred_1", "vlt_1", 1)).await.unwrap();
+    store.create_credential(&mine, &credential("cred_2", "vlt_2", 1)).await.unwrap();
+    assert_eq!(store.get_credential(&mine, "vlt_1", "cred_1").await.unwrap(), Some(credential("cred_1", "vlt_1", 1)));
+    assert!(store.get_credential(&theirs, "vlt_1", "cred_1").await.unwrap().is_none());
+    assert!(store.get_credential(&mine, "vlt_2", "cred_1").await.unwrap().is_none(), "another vault's");
+    assert!(store.update_credential(&mine, &credential("cred_1", "vlt_1", 2)).await.unwrap());
+    assert!(!store.update_credential(&mine, &credential("cred_1", "vlt_1", 2)).await.unwrap(), "a stale version");
+    assert!(!store.update_credential(&theirs, &credential("cred_1", "vlt_1", 3)).await.unwrap());
+    assert_eq!(store.get_credential(&mine, "vlt_1", "cred_1").await.unwrap(), Some(credential("cred_1", "vlt_1", 2)));
+    let listed = store.list_credentials(&mine, "vlt_1", &[("env".into(), "prod".into())], &page).await.unwrap();
+    assert_eq!(listed.items, vec![credential("cred_1", "vlt_1", 2).credential]);
+    assert!(
+        store.list_credentials(&mine, "vlt_1", &[("env".into(), "dev".into())], &page).await.unwrap().items.is_empty()
+    );
+    let both = store.vault_credentials(&mine, &["vlt_2".into(), "vlt_1".into()]).await.unwrap();
+    assert_eq!(both, vec![credential("cred_1", "vlt_1", 2), credential("cred_2", "vlt_2", 1)], "oldest first");
+    assert!(store.vault_credentials(&theirs, &["vlt_1".into()]).await.unwrap().is_empty());
+    assert!(!store.delete_credential(&theirs, "vlt_2", "cred_2").await.unwrap());
+    assert!(store.delete_credential(&mine, "vlt_2", "cred_2").await.unwrap());
+    assert!(!store.delete_vault(&theirs, "vlt_1").await.unwrap());
+    assert!(store.delete_vault(&mine, "vlt_1").await.unwrap());
+    assert!(store.get_credential(&mine, "vlt_1", "cred_1").await.unwrap().is_none(), "its credentials went too");
+}
+
+async fn the_master_key_check_keeps_the_first_value(b: &Backend) {
+    assert_eq!(b.store.master_key_check().await.unwrap(), None);
+    assert_eq!(b.store.init_master_key_check(&[1, 2, 0, 3]).await.unwrap(), vec![1, 2, 0, 3]);
+    assert_eq!(b.store.init_master_key_check(&[9]).await.unwrap(), vec![1, 2, 0, 3], "the first writer wins");
+    assert_eq!(b.store.master_key_check().await.unwrap(), Some(vec![1, 2, 0, 3]));
+}
+
+fn environment(id: &str, status: EnvironmentStatus) -> EnvironmentRecord {
+    EnvironmentRecord {
+        id: id.into(),
+        created_at: 1,
+        status,
+        error: None,
+        owner_session: None,
+        shared: false,
+        metadata: Default::default(),
+        config: Default::default(),
+        files: Vec::new(),
+        setup_log: None,
+        vault_ids: Vec::new(),
+    }
+}
+
+async fn environments_are_replaced_only_by_their_organization(b: &Backend) {
+    let store = b.store.as_ref();
+    let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
+    store.put_environment(&mine, &environment("env_1", EnvironmentStatus::Pending)).await.unwrap();
+    store.put_environment(&mine, &environment("env_1", EnvironmentStatus::Ready)).await.unwrap();
+    store.put_environment(&theirs, &environment("env_1", EnvironmentStatus::Initializing)).await.unwrap();
+    assert_eq!(
+        store.get_environment(&mine, "env_1").await.unwrap(),
+        Some(environment("env_1", EnvironmentStatus::Ready))
+    );
+    assert!(store.get_environment(&theirs, "env_1").await.unwrap().is_none());
+    store.put_environment(&mine, &environment("env_2", EnvironmentStatus::Pending)).await.unwrap();
+    let page = store.list_environments(&mine, &super::records::asc()).await.unwrap();
+    assert_eq!(page.items.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["env_1", "env_2"]);
+    assert_eq!(store.sessions_on_environment(&mine, "env_1").await.unwrap(), 0);
+    assert!(!store.delete_environment(&theirs, "env_1").await.unwrap());
+    assert!(store.delete_environment(&mine, "env_1").await.unwrap());
+    assert!(store.get_environment(&mine, "env_1").await.unwrap().is_none());
+}
+
+async fn artifacts_are_immutable_and_keep_their_bytes(b: &Backend) {
+    let store = b.store.as_ref();
+    let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
+    let session = stored_session(store, &mine).await;
+    let artifact = |id: &str, turn: &str, sha: &str| Artifact {
+        id: id.into(),
+        object: "agent.session.artifact".into(),
+        created_at: 1,
+        environment_id: "env_1".into(),
+        session_id: session.id.to_string(),
+        turn_id: turn.into(),
+        path: "report.bin".into(),
+        size_bytes: 4,
+        sha256: sha.into(),
+    };
+    let bytes = vec![0u8, 159, 146, 150];
+    store.put_artifact(&mine, &artifact("art_1", "t1", "aa"), &bytes).await.unwrap();
+    store.put_artifact(&mine, &artifact("art_2", "t1", "bb"), b"later").await.unwrap();
+    store.put_artifact(&mine, &artifact("art_3", "t2", "cc"), b"next").await.unwrap();
+    assert_eq!(
+        store.artifact_hashes(&mine, session.id).await.unwrap(),
+        vec![("report.bin".to_string(), "aa".to_string()), ("report.bin".to_string(), "cc".to_string())],
+        "a second one for the same path in the same turn is ignored"
+    );
+    assert_eq!(
+        store.get_artifact(&mine, session.id, "art_1").await.unwrap(),
+        Some((artifact("art_1", "t1", ""), bytes))
+    );
+    assert!(store.get_artifact(&mine, session.id, "art_2").await.unwrap().is_none());
+    assert!(store.get_artifact(&theirs, session.id, "art_1").await.unwrap().is_none());
+    let page = store.list_artifacts(&mine, session.id, &super::records::asc()).await.unwrap();
+    assert_eq!(page.items.iter().map(|a| a.id.as_str()).collect::<Vec<_>>(), ["art_1", "art_3"]);
+    assert!(store.list_artifacts(&theirs, session.id, &super::records::asc()).await.unwrap().items.is_empty());
+    assert!(!store.delete_artifact(&theirs, session.id, "art_1").await.unwrap());
+    assert!(store.delete_artifact(&mine, session.id, "art_1").await.unwrap());
+    assert!(store.get_artifact(&mine, session.id, "art_1").await.unwrap().is_none());
+}
