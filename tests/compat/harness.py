@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.parse
 import uuid
 from pathlib import Path
 from typing import Any, Iterable
@@ -80,6 +81,9 @@ class Server:
         if self.bootstrap_key is not None:
             env["REBYTE_BOOTSTRAP_KEY"] = self.bootstrap_key
         env.update(self.extra_env)
+        database_url = self._test_database(env)
+        if database_url is not None:
+            env["REBYTE_DATABASE_URL"] = database_url
         self._log = open(self._log_path, "w")
         self.proc = subprocess.Popen(
             [str(binary), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir), *self.extra_args],
@@ -110,6 +114,25 @@ class Server:
                 self.url = match.group(1)
                 return self
             self.banner.append(line)
+
+    def _test_database(self, env: dict[str, str]) -> str | None:
+        """With REBYTE_TEST_DATABASE_URL set (a PostgreSQL cluster's base URL),
+        a fresh database for this data directory, created on its first start
+        and kept beside it for restarts; None when the suite runs on SQLite or
+        the test chose its own database."""
+        base = os.environ.get("REBYTE_TEST_DATABASE_URL")
+        if not base or "REBYTE_DATABASE_URL" in self.extra_env or "--database-url" in self.extra_args:
+            return None
+        kept = self.data_dir.parent / f"{self.data_dir.name}.database-url"
+        if kept.exists():
+            return kept.read_text()
+        name = f"rebyte_compat_{uuid.uuid4().hex}"
+        subprocess.run(["psql", base, "-q", "-c", f"CREATE DATABASE {name}"], check=True, env=env)
+        parts = urllib.parse.urlsplit(base)
+        url = urllib.parse.urlunsplit(parts._replace(path=f"/{name}"))
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(url)
+        return url
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -30,6 +30,10 @@ pub enum Error {
     Conflict(String),
     #[error("{0}")]
     TooLarge(String),
+    /// The database cannot be reached now (restarting, say): 503, and the
+    /// same request may succeed shortly.
+    #[error("The database is unavailable; retry the request shortly.")]
+    Unavailable,
     /// A fault of the server; the message is for the log, not the caller.
     #[error("internal error: {0}")]
     Internal(String),
@@ -71,6 +75,10 @@ impl From<store::Error> for Error {
                 Error::invalid("after", format!("the cursor '{id}' names no item of this list"))
             }
             store::Error::Conflict(message) => Error::Conflict(message),
+            other if other.is_unavailable() => {
+                tracing::warn!(error = %other, "database unavailable");
+                Error::Unavailable
+            }
             other => Error::Internal(other.to_string()),
         }
     }

@@ -68,6 +68,10 @@ pub struct Engine {
     inner: Arc<Inner>,
 }
 
+/// How often an aborted turn's failure is tried while the database is
+/// unreachable (with a growing pause up to 2 s: about a minute in all).
+const FAIL_ATTEMPTS: usize = 35;
+
 impl Engine {
     /// Starts the engine and its journal writer (within a Tokio runtime),
     /// recording into `metrics`.
@@ -379,6 +383,28 @@ impl Engine {
         rec.finish(status, error).await
     }
 
+    /// Ends a turn that a store error aborted as failed. While the database is
+    /// unreachable (restarting, say) that write cannot be read back either, so
+    /// it is retried until the database returns (bounded), rather than leaving
+    /// the turn open until the next start's recovery.
+    async fn fail_when_possible(&self, org_id: &str, session_id: Uuid, turn_id: Uuid, error: TurnError) {
+        let mut pause = std::time::Duration::from_millis(100);
+        for _ in 0..FAIL_ATTEMPTS {
+            match self.end_queued(org_id, session_id, turn_id, TurnStatus::Failed, Some(error.clone())).await {
+                Err(Error::Store(e)) if e.is_unavailable() => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
+                Err(e) => {
+                    tracing::error!(%session_id, %turn_id, error = %e, "an aborted turn could not be marked failed");
+                    return;
+                }
+                Ok(()) => return,
+            }
+        }
+        tracing::error!(%session_id, %turn_id, "the database stayed unreachable: the turn is failed at the next start");
+    }
+
     /// The worker: runs queued turns until none is left.
     async fn work(self, session_id: Uuid) {
         // Where the journal stood when the previous turn of this worker ended:
@@ -415,7 +441,7 @@ impl Engine {
             if let Err(e) = self.run(session_id, queued, cancel, results).await {
                 tracing::error!(%session_id, %turn_id, error = %e, "turn aborted by a store error");
                 let error = TurnError::new("internal_error", format!("the turn stopped on an internal error: {e}"));
-                let _ = self.end_queued(&org_id, session_id, turn_id, TurnStatus::Failed, Some(error)).await;
+                self.fail_when_possible(&org_id, session_id, turn_id, error).await;
             }
             previous_end = self.inner.journal.position();
             if let Some(slot) = self.slots().get_mut(&session_id) {

@@ -41,7 +41,7 @@ pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
 pub struct Config {
     /// Where the SQLite file, the bootstrap key and environments live.
     pub data_dir: PathBuf,
-    /// A `sqlite://…` URL overriding `<data_dir>/rebyte.db`.
+    /// A `sqlite://…` or `postgres://…` URL overriding `<data_dir>/rebyte.db`.
     pub database_url: Option<String>,
     /// Largest request body accepted.
     pub body_limit: usize,
@@ -95,8 +95,6 @@ pub enum StartError {
     Store(#[from] store::Error),
     #[error("no database at {} (is --data-dir right? `rebyte serve` creates it on first start)", .0.display())]
     NoDatabase(PathBuf),
-    #[error("database URL '{0}' is not supported: use sqlite://PATH")]
-    DatabaseUrl(String),
     #[error("master key: {0}")]
     MasterKey(#[from] secrets::Error),
     #[error("bootstrap failed: {0}")]
@@ -113,12 +111,10 @@ pub enum StartError {
 pub async fn open_store(config: &Config) -> Result<Arc<dyn store::Store>, StartError> {
     std::fs::create_dir_all(&config.data_dir)
         .map_err(|source| StartError::DataDir { path: config.data_dir.clone(), source })?;
-    let store = match &config.database_url {
-        None => store::SqliteStore::open(&config.data_dir.join("rebyte.db")).await?,
-        Some(url) if url.starts_with("sqlite:") => store::SqliteStore::open_url(url).await?,
-        Some(url) => return Err(StartError::DatabaseUrl(url.clone())),
-    };
-    Ok(Arc::new(store))
+    Ok(match &config.database_url {
+        None => Arc::new(store::SqliteStore::open(&config.data_dir.join("rebyte.db")).await?),
+        Some(url) => store::open(url).await?,
+    })
 }
 
 /// The SQLite file the configuration names.

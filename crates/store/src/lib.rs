@@ -3,6 +3,8 @@
 //! # Layout
 //! - [`Store`]: the one trait every backend implements; the server holds an
 //!   `Arc<dyn Store>` and never sees SQL.
+//! - `sql`: [`SqlStore`], the implementation both backends share: one set of
+//!   statements, with the few that differ (JSON functions) per backend.
 //! - [`sqlite`]: the default backend, one WAL-mode file under the data directory,
 //!   with its migrations in `migrations/sqlite`.
 //! - [`postgres`]: PostgreSQL (`postgres://…`), with its migrations in
@@ -14,20 +16,16 @@
 
 mod error;
 mod migrate;
-mod paging;
 pub mod postgres;
 mod postgres_batch;
-mod postgres_turns;
-mod postgres_vaults;
 mod session_cache;
+mod sql;
 pub mod sqlite;
 mod sqlite_batch;
-mod sqlite_envs;
-mod sqlite_turns;
-mod sqlite_vaults;
 
 pub use error::{Error, Result};
 pub use postgres::PgStore;
+pub use sql::SqlStore;
 pub use sqlite::SqliteStore;
 
 use async_trait::async_trait;
@@ -215,7 +213,7 @@ pub trait Store: Send + Sync + 'static {
     /// Forgets a claimed key (its submission failed, so it never happened).
     async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()>;
 
-    // ---- Vaults and credentials (SQLite: sqlite_vaults.rs). Credentials hold
+    // ---- Vaults and credentials (sql/vaults.rs). Credentials hold
     // only sealed (encrypted) secrets; `metadata` lists are exact matches. ----
 
     async fn create_vault(&self, org_id: &str, vault: &protocol::vault::Vault) -> Result<()>;

@@ -125,19 +125,19 @@ async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<()
             "INSERT INTO turns (id, org_id, session_id, status, doc) VALUES ($1, $2, $3, $4, $5::jsonb) \
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
         )
-        .bind(turn.id.to_string())
+        .bind(&turn.id)
         .bind(org_id)
-        .bind(turn.session_id.to_string())
+        .bind(&turn.session_id)
         .bind(turn.status.as_str())
         .bind(json(turn)?),
         Write::Item { org_id, session_id, item } => sqlx::query(
             "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES ($1, $2, $3, $4, $5::jsonb) \
              ON CONFLICT (id) DO UPDATE SET doc = excluded.doc",
         )
-        .bind(item.id().to_string())
+        .bind(item.id())
         .bind(org_id)
         .bind(session_id.to_string())
-        .bind(item.turn_id().to_string())
+        .bind(item.turn_id())
         .bind(json(item)?),
         Write::SessionState { org_id, session_id, state } => sqlx::query(
             "UPDATE sessions SET doc = doc || jsonb_build_object('status', $1::jsonb, 'error', $2::jsonb, \

@@ -10,12 +10,14 @@ use std::process::Command;
 pub const URL_VAR: &str = "REBYTE_TEST_DATABASE_URL";
 
 /// The test cluster's base URL; `None` when no cluster was started (tests on
-/// PostgreSQL then skip, except under CI, where a missing cluster is a failure).
+/// PostgreSQL then skip, unless `REBYTE_REQUIRE_POSTGRES=1`, as scripts/test
+/// sets for the store suite, makes a missing cluster a failure).
 pub fn base_url() -> Option<String> {
     match std::env::var(URL_VAR) {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
-            assert!(std::env::var_os("CI").is_none(), "{URL_VAR} is not set: scripts/test starts the cluster");
+            let required = std::env::var("REBYTE_REQUIRE_POSTGRES").is_ok_and(|v| v == "1");
+            assert!(!required, "{URL_VAR} is not set: scripts/postgres starts a cluster");
             eprintln!("skipped on PostgreSQL: {URL_VAR} is not set (see scripts/postgres)");
             None
         }
@@ -51,6 +53,15 @@ pub async fn fresh_database(base: &str) -> String {
     with_database(base, &name)
 }
 
+/// [`fresh_database`] for code outside a runtime (benches): through `psql`.
+pub fn fresh_database_blocking(base: &str) -> String {
+    let name = format!("rebyte_bench_{}", uuid_like());
+    let psql = std::env::var("REBYTE_TEST_PG_BIN").map_or_else(|_| "psql".to_string(), |bin| format!("{bin}/psql"));
+    let status = Command::new(psql).args([base, "-q", "-c", &format!("CREATE DATABASE {name}")]).status();
+    assert!(status.is_ok_and(|s| s.success()), "psql could not create database {name} at {base}");
+    with_database(base, &name)
+}
+
 /// A fresh database on the test cluster, or `None` (skip) without one.
 pub async fn fresh() -> Option<String> {
     Some(fresh_database(&base_url()?).await)
@@ -61,6 +72,17 @@ fn uuid_like() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     format!("{}_{}_{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::SeqCst))
+}
+
+/// Everything the database at `url` holds, as `pg_dump` writes it (for tests
+/// that look for plaintext secrets at rest).
+pub fn dump(url: &str) -> Vec<u8> {
+    let bin = std::env::var("REBYTE_TEST_PG_BIN").unwrap_or_else(|_| "/usr/bin".into());
+    let out = Command::new(format!("{bin}/pg_dump")).arg(format!("--dbname={url}")).output();
+    match out {
+        Ok(out) if out.status.success() && !out.stdout.is_empty() => out.stdout,
+        other => panic!("pg_dump {url} failed: {other:?}"),
+    }
 }
 
 /// The test cluster's server, to stop and start (`pg_ctl`, as its owner).
@@ -97,13 +119,38 @@ impl Cluster {
         assert!(status.is_ok_and(|s| s.success()), "pg_ctl {args:?} failed");
     }
 
-    /// Stops the server (fast shutdown: sessions are cut off).
-    pub fn stop(&self) {
+    /// Stops the server (fast shutdown: sessions are cut off) until the
+    /// returned outage is ended, or dropped (a failing test leaves the
+    /// cluster running for the others).
+    pub fn stop(&self) -> Outage {
         self.pg_ctl(&["-m", "fast", "stop"]);
+        Outage { cluster: Some(self.clone()) }
     }
 
-    /// Starts the server again and waits until it accepts connections.
-    pub fn start(&self) {
+    fn start(&self) {
         self.pg_ctl(&["start"]);
+    }
+}
+
+/// The cluster's server, stopped.
+#[derive(Debug)]
+pub struct Outage {
+    cluster: Option<Cluster>,
+}
+
+impl Outage {
+    /// Starts the server again and waits until it accepts connections.
+    pub fn end(mut self) {
+        if let Some(cluster) = self.cluster.take() {
+            cluster.start();
+        }
+    }
+}
+
+impl Drop for Outage {
+    fn drop(&mut self) {
+        if let Some(cluster) = self.cluster.take() {
+            cluster.start();
+        }
     }
 }

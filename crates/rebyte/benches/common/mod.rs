@@ -41,7 +41,13 @@ pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Se
     let dir = tempfile::tempdir().unwrap();
     // REBYTE_BENCH_BIN runs another build (say, the previous commit's) against the same bench.
     let bin = std::env::var("REBYTE_BENCH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_rebyte").to_string());
-    let mut child = Command::new(bin)
+    let mut command = Command::new(bin);
+    // BENCH_DATABASE_URL (a PostgreSQL cluster's base URL) runs the bench on a
+    // fresh database of it instead of SQLite.
+    if let Ok(base) = std::env::var("BENCH_DATABASE_URL") {
+        command.env("REBYTE_DATABASE_URL", test_support::postgres::fresh_database_blocking(&base));
+    }
+    let mut child = command
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .env("REBYTE_BOOTSTRAP_KEY", KEY)

@@ -41,6 +41,27 @@ pub fn test_key(tag: &str) -> String {
     format!("rbk_{body}")
 }
 
+/// The PostgreSQL database of the data directory `dir` when the tests run on
+/// PostgreSQL (`REBYTE_TEST_DATABASE_URL`): created on the first start.
+async fn postgres_database(dir: &std::path::Path) -> Option<String> {
+    let base = std::env::var(test_support::postgres::URL_VAR).ok().filter(|url| !url.is_empty())?;
+    if let Some(url) = test_database(dir) {
+        return Some(url);
+    }
+    let url = test_support::postgres::fresh_database(&base).await;
+    std::fs::write(dir.join(DATABASE_URL_FILE), &url).unwrap();
+    Some(url)
+}
+
+/// Where a data directory keeps the URL of its test database.
+const DATABASE_URL_FILE: &str = "test-database-url";
+
+/// The database URL a server on data directory `dir` used, when it ran on
+/// PostgreSQL: for tests that build a `Config` of their own over the same data.
+pub fn test_database(dir: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(DATABASE_URL_FILE)).ok()
+}
+
 impl TestServer {
     pub async fn start() -> Self {
         Self::start_with(|_| {}).await
@@ -59,8 +80,12 @@ impl TestServer {
     }
 
     /// Starts a server on an existing data directory (for restart tests).
+    /// With `REBYTE_TEST_DATABASE_URL` set, the store is a PostgreSQL database
+    /// of that cluster, fresh for each data directory (its URL is kept in the
+    /// directory, so a restart finds the same database).
     pub async fn start_in(dir: TempDir, configure: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::new(dir.path());
+        config.database_url = postgres_database(dir.path()).await;
         config.bootstrap_key = Some(test_key("boot"));
         // Sandboxes run the real binary's agent (`cargo build --bins` first).
         config.sandbox_agent = Some((rebyte_bin(), vec!["sandbox-agent".into()]));

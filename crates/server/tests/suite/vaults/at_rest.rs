@@ -54,8 +54,12 @@ async fn the_database_holds_only_ciphertext() {
     )
     .await;
     let dir = s.stop().await;
-    let files = files_of(dir.path());
-    assert!(files.iter().any(|(name, _)| name == "rebyte.db"));
+    let mut files = files_of(dir.path());
+    match crate::support::test_database(dir.path()) {
+        // On PostgreSQL: everything the database holds, as pg_dump writes it.
+        Some(url) => files.push(("pg_dump".into(), test_support::postgres::dump(&url))),
+        None => assert!(files.iter().any(|(name, _)| name == "rebyte.db")),
+    }
     for (name, bytes) in &files {
         for secret in &secrets {
             assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()), "{secret} in plaintext in {name}");
@@ -74,6 +78,7 @@ async fn a_wrong_or_missing_master_key_stops_the_start() {
     let dir = s.stop().await;
     let config = |master: Option<&str>| {
         let mut c = Config::new(dir.path());
+        c.database_url = crate::support::test_database(dir.path());
         c.bootstrap_key = Some(key.clone());
         c.master_key = master.map(secrets::Secret::from);
         c

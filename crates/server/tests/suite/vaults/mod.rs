@@ -22,6 +22,7 @@ use std::time::Duration;
 /// credential resolver (the MCP code's entry point; not reachable over HTTP).
 pub async fn resolver(s: &TestServer) -> Credentials {
     let mut config = Config::new(s.dir.path());
+    config.database_url = crate::support::test_database(s.dir.path());
     config.bootstrap_key = Some(s.key.clone());
     server::start(&config).await.unwrap().app.credentials
 }

@@ -1,0 +1,70 @@
+//! Sessions: the document, the read cache in front of it, and the lists'
+//! filters. The engine's state writes come through the journal's batch writers.
+
+use super::{Backend, Doc, Sql, SqlStore};
+use crate::{Page, Result, SessionFilter};
+use protocol::list::PageRequest;
+use protocol::session::SessionRecord;
+use uuid::Uuid;
+
+impl<B: Backend> SqlStore<B> {
+    pub(crate) async fn create_session_impl(&self, org_id: &str, session: &SessionRecord) -> Result<()> {
+        let sql = Sql::new("INSERT INTO sessions (id, org_id, agent_id, doc) VALUES ($1, $2, $3, $4)")
+            .bind(session.id)
+            .bind(org_id)
+            .bind(session.agent.id.as_str())
+            .bind(Doc(serde_json::to_string(session)?));
+        self.db.execute(&sql).await.map(drop)
+    }
+
+    pub(crate) async fn get_session_impl(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+        let generation = match self.sessions.get(org_id, id) {
+            Ok(record) => return Ok(Some(record)),
+            Err(generation) => generation,
+        };
+        let sql = Sql::new("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        let record: Option<SessionRecord> = self.doc(sql).await?;
+        if let Some(record) = &record {
+            self.sessions.fill(org_id, record, generation);
+        }
+        Ok(record)
+    }
+
+    pub(crate) async fn put_session_impl(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
+        // The engine-owned fields keep their stored values (the dialect's
+        // statement): a metadata update racing a running turn must not roll its
+        // status back.
+        let sql =
+            Sql::new(B::DIALECT.put_session).bind(Doc(serde_json::to_string(session)?)).bind(session.id).bind(org_id);
+        let changed = self.changed(sql).await;
+        self.sessions.invalidate([session.id]);
+        changed
+    }
+
+    pub(crate) async fn list_sessions_impl(
+        &self,
+        org_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> Result<Page<SessionRecord>> {
+        self.page_of("sessions", org_id, page, |q| {
+            if let Some(agent_id) = &filter.agent_id {
+                q.push(" AND agent_id = ");
+                q.push_bind(agent_id.as_str());
+            }
+            for (key, value) in &filter.metadata {
+                (B::DIALECT.metadata)(q, "sessions", key, value);
+            }
+        })
+        .await
+    }
+
+    pub(crate) async fn delete_session_impl(&self, org_id: &str, id: Uuid) -> Result<bool> {
+        let delete = Sql::new("DELETE FROM sessions WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        let rows = ["turns", "items", "events", "idempotency_keys"]
+            .map(|table| Sql::new(format!("DELETE FROM {table} WHERE session_id = $1")).bind(id));
+        let done = self.db.transaction(&delete, &rows).await;
+        self.sessions.invalidate([id]);
+        Ok(done? > 0)
+    }
+}

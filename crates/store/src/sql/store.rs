@@ -1,0 +1,258 @@
+//! `impl Store for SqlStore`: the trait's methods, each a call into the
+//! resource module that holds its statements.
+
+use super::{Backend, SqlStore};
+use crate::{ApiKeyRecord, Artifact, BatchWriter, Page, Result, SessionFilter, Store};
+use async_trait::async_trait;
+use protocol::admin::Organization;
+use protocol::agent::AgentRecord;
+use protocol::environment::EnvironmentRecord;
+use protocol::event::Event;
+use protocol::item::Item;
+use protocol::list::PageRequest;
+use protocol::session::SessionRecord;
+use protocol::turn::Turn;
+use protocol::vault::{Credential, CredentialRecord, Vault};
+use std::sync::Arc;
+use uuid::Uuid;
+
+#[async_trait]
+impl<B: Backend> Store for SqlStore<B> {
+    async fn ping(&self) -> Result<()> {
+        self.db.execute(&super::Sql::new("SELECT 1")).await.map(drop)
+    }
+
+    async fn create_organization(&self, org: &Organization) -> Result<()> {
+        self.create_organization_impl(org).await
+    }
+
+    async fn get_organization(&self, id: &str) -> Result<Option<Organization>> {
+        self.organization_where("id", id).await
+    }
+
+    async fn find_organization(&self, name: &str) -> Result<Option<Organization>> {
+        self.organization_where("name", name).await
+    }
+
+    async fn count_organizations(&self) -> Result<i64> {
+        self.count_organizations_impl().await
+    }
+
+    async fn create_api_key(&self, key: &ApiKeyRecord) -> Result<()> {
+        self.create_api_key_impl(key).await
+    }
+
+    async fn find_api_key(&self, hash: &str) -> Result<Option<ApiKeyRecord>> {
+        self.find_api_key_impl(hash).await
+    }
+
+    async fn list_api_keys(&self, org_id: Option<&str>) -> Result<Vec<ApiKeyRecord>> {
+        self.list_api_keys_impl(org_id).await
+    }
+
+    async fn revoke_api_key(&self, org_id: Option<&str>, id: &str, at: i64) -> Result<bool> {
+        self.revoke_api_key_impl(org_id, id, at).await
+    }
+
+    async fn create_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<()> {
+        self.create_agent_impl(org_id, agent).await
+    }
+
+    async fn get_agent(&self, org_id: &str, id: &str) -> Result<Option<AgentRecord>> {
+        self.get_agent_impl(org_id, id).await
+    }
+
+    async fn update_agent(&self, org_id: &str, agent: &AgentRecord) -> Result<bool> {
+        self.update_agent_impl(org_id, agent).await
+    }
+
+    async fn list_agents(&self, org_id: &str, page: &PageRequest) -> Result<Page<AgentRecord>> {
+        self.list_agents_impl(org_id, page).await
+    }
+
+    async fn delete_agent(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_agent_impl(org_id, id).await
+    }
+
+    async fn create_session(&self, org_id: &str, session: &SessionRecord) -> Result<()> {
+        self.create_session_impl(org_id, session).await
+    }
+
+    async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+        self.get_session_impl(org_id, id).await
+    }
+
+    async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
+        self.put_session_impl(org_id, session).await
+    }
+
+    async fn list_sessions(
+        &self,
+        org_id: &str,
+        filter: &SessionFilter,
+        page: &PageRequest,
+    ) -> Result<Page<SessionRecord>> {
+        self.list_sessions_impl(org_id, filter, page).await
+    }
+
+    async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool> {
+        self.delete_session_impl(org_id, id).await
+    }
+
+    async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
+        self.get_turn_impl(org_id, id).await
+    }
+
+    async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>> {
+        self.list_turns_impl(org_id, session_id, page).await
+    }
+
+    async fn open_turns(&self) -> Result<Vec<(String, Turn)>> {
+        self.open_turns_impl().await
+    }
+
+    async fn list_items(
+        &self,
+        org_id: &str,
+        session_id: Uuid,
+        turn_id: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
+        self.list_items_impl(org_id, session_id, turn_id, page).await
+    }
+
+    async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+        self.turn_items_impl(org_id, session_id, turn_id).await
+    }
+
+    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+        self.history_impl(org_id, session_id).await
+    }
+
+    async fn put_environment(&self, org_id: &str, env: &EnvironmentRecord) -> Result<()> {
+        self.put_environment_impl(org_id, env).await
+    }
+
+    async fn get_environment(&self, org_id: &str, id: &str) -> Result<Option<EnvironmentRecord>> {
+        self.get_environment_impl(org_id, id).await
+    }
+
+    async fn list_environments(&self, org_id: &str, page: &PageRequest) -> Result<Page<EnvironmentRecord>> {
+        self.list_environments_impl(org_id, page).await
+    }
+
+    async fn delete_environment(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_environment_impl(org_id, id).await
+    }
+
+    async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64> {
+        self.sessions_on_environment_impl(org_id, env_id).await
+    }
+
+    async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()> {
+        self.put_artifact_impl(org_id, artifact, content).await
+    }
+
+    async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>> {
+        self.artifact_hashes_impl(org_id, session_id).await
+    }
+
+    async fn list_artifacts(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Artifact>> {
+        self.list_artifacts_impl(org_id, session_id, page).await
+    }
+
+    async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>> {
+        self.get_artifact_impl(org_id, session_id, id).await
+    }
+
+    async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool> {
+        self.delete_artifact_impl(org_id, session_id, id).await
+    }
+
+    fn batch_writer(&self) -> Result<Box<dyn BatchWriter>> {
+        self.db.batch_writer(Arc::clone(&self.sessions))
+    }
+
+    async fn max_event_seq(&self) -> Result<i64> {
+        self.max_event_seq_impl().await
+    }
+
+    async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
+        self.events_after_impl(session_id, after, limit).await
+    }
+
+    async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool> {
+        self.claim_idempotency_key_impl(org_id, session_id, key, at).await
+    }
+
+    async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()> {
+        self.release_idempotency_key_impl(org_id, session_id, key).await
+    }
+
+    async fn create_vault(&self, org_id: &str, vault: &Vault) -> Result<()> {
+        self.create_vault_impl(org_id, vault).await
+    }
+
+    async fn get_vault(&self, org_id: &str, id: &str) -> Result<Option<Vault>> {
+        self.get_vault_impl(org_id, id).await
+    }
+
+    async fn put_vault(&self, org_id: &str, vault: &Vault) -> Result<bool> {
+        self.put_vault_impl(org_id, vault).await
+    }
+
+    async fn list_vaults(
+        &self,
+        org_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<Vault>> {
+        self.list_vaults_impl(org_id, metadata, page).await
+    }
+
+    async fn delete_vault(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_vault_impl(org_id, id).await
+    }
+
+    async fn existing_vaults(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        self.existing_vaults_impl(org_id, ids).await
+    }
+
+    async fn create_credential(&self, org_id: &str, record: &CredentialRecord) -> Result<()> {
+        self.create_credential_impl(org_id, record).await
+    }
+
+    async fn get_credential(&self, org_id: &str, vault_id: &str, id: &str) -> Result<Option<CredentialRecord>> {
+        self.get_credential_impl(org_id, vault_id, id).await
+    }
+
+    async fn update_credential(&self, org_id: &str, record: &CredentialRecord) -> Result<bool> {
+        self.update_credential_impl(org_id, record).await
+    }
+
+    async fn list_credentials(
+        &self,
+        org_id: &str,
+        vault_id: &str,
+        metadata: &[(String, String)],
+        page: &PageRequest,
+    ) -> Result<Page<Credential>> {
+        self.list_credentials_impl(org_id, vault_id, metadata, page).await
+    }
+
+    async fn delete_credential(&self, org_id: &str, vault_id: &str, id: &str) -> Result<bool> {
+        self.delete_credential_impl(org_id, vault_id, id).await
+    }
+
+    async fn vault_credentials(&self, org_id: &str, vault_ids: &[String]) -> Result<Vec<CredentialRecord>> {
+        self.vault_credentials_impl(org_id, vault_ids).await
+    }
+
+    async fn master_key_check(&self) -> Result<Option<Vec<u8>>> {
+        self.master_key_check_impl().await
+    }
+
+    async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>> {
+        self.init_master_key_check_impl(sealed).await
+    }
+}
