@@ -52,6 +52,10 @@ def new_key() -> str:
     return "rbk_" + "".join(secrets.choice(alphabet) for _ in range(40))
 
 
+# Whether this run's servers use PostgreSQL (scripts/test's second compat run).
+ON_POSTGRES = bool(os.environ.get("REBYTE_TEST_DATABASE_URL"))
+
+
 class Server:
     """One `rebyte serve` process with its own data directory."""
 
@@ -68,6 +72,8 @@ class Server:
         self.bootstrap_key = bootstrap_key
         self.extra_args = list(extra_args)
         self.url: str = ""
+        # The PostgreSQL database the server uses when the suite runs on PostgreSQL.
+        self.database_url: str | None = None
         self.banner: list[str] = []  # stdout lines printed before the listening line
         self.proc: subprocess.Popen[str] | None = None
         self._lines: queue.Queue[str | None] = queue.Queue()
@@ -81,9 +87,9 @@ class Server:
         if self.bootstrap_key is not None:
             env["REBYTE_BOOTSTRAP_KEY"] = self.bootstrap_key
         env.update(self.extra_env)
-        database_url = self._test_database(env)
-        if database_url is not None:
-            env["REBYTE_DATABASE_URL"] = database_url
+        self.database_url = self._test_database(env)
+        if self.database_url is not None:
+            env["REBYTE_DATABASE_URL"] = self.database_url
         self._log = open(self._log_path, "w")
         self.proc = subprocess.Popen(
             [str(binary), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(self.data_dir), *self.extra_args],
@@ -133,6 +139,16 @@ class Server:
         self.data_dir.parent.mkdir(parents=True, exist_ok=True)
         kept.write_text(url)
         return url
+
+    def stored_bytes(self) -> list[tuple[str, bytes]]:
+        """Everything the server stored, as (name, bytes): the data directory's
+        files and, on PostgreSQL, the database as pg_dump writes it."""
+        stored = [(p.name, p.read_bytes()) for p in self.data_dir.iterdir() if p.is_file()]
+        if self.database_url is not None:
+            bin_dir = os.environ.get("REBYTE_TEST_PG_BIN", "/usr/bin")
+            dump = subprocess.run([f"{bin_dir}/pg_dump", f"--dbname={self.database_url}"], check=True, capture_output=True)
+            stored.append(("pg_dump", dump.stdout))
+        return stored
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None

@@ -13,7 +13,7 @@ import sqlite3
 import openai
 import pytest
 
-from harness import conforms
+from harness import ON_POSTGRES, conforms
 from scripted import NONE, STREAM_TIMEOUT, collect, only_turn, reply, send, types, wait_turn, wait_until
 
 
@@ -138,6 +138,7 @@ def test_a_partial_answer_cut_by_sigkill_is_closed_on_the_event_stream(servers, 
     assert stored.status == "incomplete"
 
 
+@pytest.mark.skipif(ON_POSTGRES, reason="holds SQLite's write lock; on PostgreSQL the Rust outage tests cover commits that wait")
 def test_nothing_reaches_the_stream_before_it_is_committed(servers, model):
     """Issue 3: "every item and state change is committed as it happens". With the database locked (as a slow disk
     or a busy checkpoint would hold it), the turn goes on but its events wait for their commit: the stream shows

@@ -88,6 +88,7 @@ impl From<engine::Error> for Error {
     fn from(e: engine::Error) -> Self {
         match e {
             engine::Error::Store(e) => e.into(),
+            engine::Error::Unavailable => Error::Unavailable,
             // The client's tool dispatcher recognises exactly this shape.
             engine::Error::UnknownToolCall { call_id } => Error::Invalid {
                 param: Some("call_id".into()),

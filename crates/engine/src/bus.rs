@@ -4,7 +4,7 @@
 //! subscriber that falls behind or reconnects catches up from the store
 //! after a journal flush, so no event is ever skipped.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::journal::Journal;
 use protocol::event::{Event, EventBody};
 use std::collections::HashMap;
@@ -108,7 +108,7 @@ impl Bus {
 
     /// Waits until every event published so far is in the store.
     pub async fn flush(&self) -> Result<()> {
-        self.journal.flush().await.map_err(Error::Invalid)
+        Ok(self.journal.flush().await?)
     }
 
     /// Live events of a session from now on: the receiver, and the last

@@ -14,6 +14,18 @@ pub enum Error {
     NoActiveTurn,
     #[error("{0}")]
     Invalid(String),
+    /// The database cannot be reached now (the same request may succeed later).
+    #[error("the database is unavailable")]
+    Unavailable,
+}
+
+impl From<crate::journal::FlushError> for Error {
+    fn from(e: crate::journal::FlushError) -> Self {
+        match e {
+            crate::journal::FlushError::Unavailable => Error::Unavailable,
+            e => Error::Invalid(e.to_string()),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

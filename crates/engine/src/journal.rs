@@ -17,6 +17,12 @@
 //!   journal's own thread, which waits and retries; so does every commit
 //!   when the writer does not commit inline (PostgreSQL's). The thread also commits
 //!   whatever was left queued and checkpoints the write-ahead log.
+//!
+//! While the database cannot be reached (a PostgreSQL restart), a batch is
+//! neither dropped nor delivered: it stays first in the queue and the journal
+//! thread retries it until the database is back, so no write is lost and no
+//! turn is left unfinished; meanwhile flushes fail at once with
+//! [`FlushError::Unavailable`] instead of waiting.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,6 +47,20 @@ const FAILURES: usize = 64;
 /// Called with each batch once it is committed (or failed for good).
 pub type Deliver = Box<dyn Fn(&[Write]) + Send + Sync>;
 
+/// Why a flush did not see its writes committed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FlushError {
+    /// The batch holding them failed for good (logged).
+    #[error("{0}")]
+    Failed(String),
+    /// The database cannot be reached now; the writes stay queued and are
+    /// committed once it is back.
+    #[error("the database is unavailable")]
+    Unavailable,
+    #[error("the journal has stopped")]
+    Stopped,
+}
+
 /// The handle to the journal.
 pub struct Journal {
     shared: Arc<Shared>,
@@ -58,6 +78,8 @@ struct Shared {
     committed: watch::Sender<u64>,
     /// Positions (first, last) of recent batches that failed, with the error.
     failures: Mutex<VecDeque<(u64, u64, String)>>,
+    /// Whether the last attempt found the database unreachable (batches wait).
+    unavailable: watch::Sender<bool>,
     /// Whether a task to commit is scheduled and not yet started.
     scheduled: AtomicBool,
     /// Set when a commit is handed to the journal thread; the thread waits on it.
@@ -87,6 +109,7 @@ impl Journal {
             queued: AtomicU64::new(0),
             committed: watch::Sender::new(0),
             failures: Mutex::default(),
+            unavailable: watch::Sender::new(false),
             scheduled: AtomicBool::new(false),
             handoff: Mutex::new(false),
             wake: Condvar::new(),
@@ -158,25 +181,36 @@ impl Journal {
     }
 
     /// Waits until every write queued before this call is committed.
-    pub async fn flush(&self) -> Result<(), String> {
+    pub async fn flush(&self) -> Result<(), FlushError> {
         self.flush_to(self.position()).await
     }
 
     /// Waits until the first `position` writes are committed; an error when
-    /// the batch holding the last of them failed.
-    pub async fn flush_to(&self, position: u64) -> Result<(), String> {
+    /// the batch holding the last of them failed, or at once while the
+    /// database cannot be reached.
+    pub async fn flush_to(&self, position: u64) -> Result<(), FlushError> {
         let shared = &self.shared;
         if *shared.committed.borrow() < position {
+            let mut down = shared.unavailable.subscribe();
+            if *down.borrow_and_update() {
+                shared.hand_off();
+                return Err(FlushError::Unavailable);
+            }
             // Tasks this caller started (a turn's worker) run first, then the
             // commit happens here unless a committer already took it.
             tokio::task::yield_now().await;
             shared.commit_now();
             let mut rx = shared.committed.subscribe();
-            rx.wait_for(|c| *c >= position).await.map_err(|_| "the journal has stopped".to_string())?;
+            tokio::select! {
+                committed = rx.wait_for(|c| *c >= position) => {
+                    committed.map_err(|_| FlushError::Stopped)?;
+                }
+                _ = down.wait_for(|d| *d) => return Err(FlushError::Unavailable),
+            }
         }
         let failures = lock(&shared.failures);
         match failures.iter().find(|(first, last, _)| (first + 1..=*last).contains(&position)) {
-            Some((_, _, e)) => Err(e.clone()),
+            Some((_, _, e)) => Err(FlushError::Failed(e.clone())),
             None => Ok(()),
         }
     }
@@ -228,26 +262,50 @@ impl Shared {
                 return true;
             }
             let began = Instant::now();
-            let mut outcome = writer.write_batch(&batch, patient).map_err(|e| e.to_string());
+            let mut outcome = writer.write_batch(&batch, patient);
             if outcome.is_err() && !patient {
-                let mut pending = lock(&self.pending);
-                for write in batch.into_iter().rev() {
-                    pending.push_front(write);
-                }
+                self.requeue(batch);
                 return false;
             }
             // A locked database clears; a few retries, then the error is final.
             for attempt in 0..3 {
-                if outcome.is_ok() {
-                    break;
+                match &outcome {
+                    Ok(()) => break,
+                    Err(e) if e.is_unavailable() => break,
+                    Err(_) => {}
                 }
                 std::thread::sleep(Duration::from_millis(20 << attempt));
-                outcome = writer.write_batch(&batch, true).map_err(|e| e.to_string());
+                outcome = writer.write_batch(&batch, true);
             }
-            self.metrics.journal_committed(began.elapsed());
-            self.finish(&batch, outcome);
+            match outcome {
+                // Kept for the journal thread to retry until the database is back.
+                Err(e) if e.is_unavailable() => {
+                    if !self.unavailable.send_replace(true) {
+                        tracing::error!(error = %e, "journal: the database is unavailable; writes wait for it");
+                    }
+                    self.requeue(batch);
+                    // The writer waited a while already; a pause before the next round.
+                    std::thread::sleep(Duration::from_millis(100));
+                    return false;
+                }
+                outcome => {
+                    if self.unavailable.send_replace(false) {
+                        tracing::info!("journal: the database is back");
+                    }
+                    self.metrics.journal_committed(began.elapsed());
+                    self.finish(&batch, outcome.map_err(|e| e.to_string()));
+                }
+            }
         }
         lock(&self.pending).is_empty()
+    }
+
+    /// Puts a batch back at the queue's front, in order.
+    fn requeue(&self, batch: Vec<Write>) {
+        let mut pending = lock(&self.pending);
+        for write in batch.into_iter().rev() {
+            pending.push_front(write);
+        }
     }
 
     /// Counts a batch as done and delivers it. A failed batch is delivered all

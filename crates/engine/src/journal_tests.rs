@@ -120,7 +120,7 @@ async fn a_batch_that_cannot_be_stored_fails_its_flush_and_not_the_next() {
     f.journal.flush().await.unwrap();
     // The same sequence number again: the store refuses it for good.
     f.journal.write(f.event(1));
-    let error = f.journal.flush().await.unwrap_err();
+    let error = f.journal.flush().await.unwrap_err().to_string();
     assert!(error.contains("UNIQUE"), "{error}");
     f.journal.write(f.event(2));
     f.journal.flush().await.unwrap();

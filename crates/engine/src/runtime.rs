@@ -391,6 +391,10 @@ impl Engine {
         let mut pause = std::time::Duration::from_millis(100);
         for _ in 0..FAIL_ATTEMPTS {
             match self.end_queued(org_id, session_id, turn_id, TurnStatus::Failed, Some(error.clone())).await {
+                Err(Error::Unavailable) => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(std::time::Duration::from_secs(2));
+                }
                 Err(Error::Store(e)) if e.is_unavailable() => {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(std::time::Duration::from_secs(2));
@@ -461,7 +465,7 @@ impl Engine {
         let org_id = org_id.as_str();
         // Earlier turns' writes are this one's history; its own may still be
         // committing (the submission waits for those).
-        self.inner.journal.flush_to(before).await.map_err(Error::Invalid)?;
+        self.inner.journal.flush_to(before).await?;
         let store = &self.inner.store;
         let (generation, kept) = self.inner.histories.take(session_id);
         let (session, mut history) = match kept {

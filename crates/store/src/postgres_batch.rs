@@ -8,9 +8,9 @@
 //! write is idempotent — turns and items are upserts, state writes overwrite,
 //! an event already stored is skipped — so a batch whose commit was cut off
 //! by a lost connection is simply written again. While the database is
-//! unreachable a batch is retried on a fresh connection for [`OUTAGE`]; the
-//! journal retries it a few times more, so a restart of PostgreSQL loses no
-//! write and leaves no turn unfinished.
+//! unreachable a batch is retried on a fresh connection for [`OUTAGE`], then
+//! reported unavailable: the journal keeps it queued and tries again, so a
+//! restart of PostgreSQL loses no write and leaves no turn unfinished.
 
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
@@ -20,8 +20,9 @@ use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// How long one call keeps retrying a batch while the database is unreachable.
-const OUTAGE: Duration = Duration::from_secs(10);
+/// How long one call keeps retrying a batch while the database is
+/// unreachable (a blip passes unnoticed; a longer outage is the journal's).
+const OUTAGE: Duration = Duration::from_secs(2);
 
 /// The writer: its runtime and connection, and the session cache its state
 /// writes update.

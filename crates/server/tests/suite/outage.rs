@@ -61,8 +61,11 @@ async fn outage_requests_fail_with_503_and_recover_when_postgres_returns() {
     assert_eq!(body["error"]["code"], "database_unavailable", "{body}");
     assert_eq!(body["error"]["type"], "server_error");
     assert!(!body.to_string().contains("sqlx") && !body.to_string().contains("os error"), "no internals: {body}");
-    // That answer took the pool's 3 s wait for a connection: the model step
-    // has ended while the database is still down.
+    // The model step ends while the database is still down: its writes wait
+    // in the journal, and reads that need them fail at once.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let (status, body) = s.get(&format!("/v1/agents/sessions/{sid}/turns")).await;
+    assert_eq!((status, &body["error"]["code"]), (StatusCode::SERVICE_UNAVAILABLE, &json!("database_unavailable")));
     outage.end();
 
     let list = until_ok(&s, "/v1/agents/sessions?limit=5").await;
