@@ -106,6 +106,7 @@ fn environment(id: &str, status: EnvironmentStatus) -> EnvironmentRecord {
         files: Vec::new(),
         setup_log: None,
         vault_ids: Vec::new(),
+        setup: None,
     }
 }
 
