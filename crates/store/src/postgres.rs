@@ -4,18 +4,20 @@
 //! ([`crate::sql`]); this module holds the connection settings, the dialect's
 //! JSON operators (`||`, `->>`) and the journal's writer (`postgres_batch`).
 //!
-//! Documents are `jsonb`. Errors that mean the database is gone (refused or
+//! Documents are `TEXT` (`jsonb` cannot hold U+0000); the two queries that
+//! look inside them read them as `jsonb` with that escape replaced. Errors that mean the database is gone (refused or
 //! broken connections, a shutdown) are [`Error::Unavailable`]: the pool
 //! reconnects by itself once the database is back.
 
 use crate::session_cache::SessionCache;
-use crate::sql::{Backend, Dialect, Sql, SqlStore, exec_glue};
+use crate::sql::{Backend, Dialect, Doc, Sql, SqlStore, exec_glue, keep_state};
 use crate::{BatchWriter, Error, Result};
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
+use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -44,26 +46,45 @@ impl std::fmt::Debug for PgDb {
 
 exec_glue!(PgDb, sqlx::Postgres);
 
+#[async_trait::async_trait]
 impl Backend for PgDb {
     const DIALECT: Dialect = Dialect {
-        put_session: "UPDATE sessions SET doc = $1 || jsonb_build_object(\
-               'status', doc -> 'status', 'error', doc -> 'error', \
-               'last_active_at', doc -> 'last_active_at', 'usage', doc -> 'usage', \
-               'required_actions', coalesce(doc -> 'required_actions', '[]'::jsonb)) \
-             WHERE id = $2 AND org_id = $3",
         sessions_on_environment: "SELECT COUNT(*) FROM sessions \
-             WHERE org_id = $1 AND doc -> 'environment' ->> 'id' = $2",
+             WHERE org_id = $1 AND replace(doc, '\\u0000', '\\ufffd')::jsonb -> 'environment' ->> 'id' = $2",
         metadata,
     };
+
+    async fn put_session(&self, org_id: &str, id: Uuid, doc: Doc) -> Result<bool> {
+        // The stored row, locked, then the merge (the JSON types' functions
+        // cannot hold U+0000, so it is not done in SQL).
+        let mut tx = self.pool.begin().await?;
+        let stored: Option<(String,)> =
+            sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")
+                .bind(id.to_string())
+                .bind(org_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some((stored,)) = stored else { return Ok(false) };
+        sqlx::query("UPDATE sessions SET doc = $1 WHERE id = $2 AND org_id = $3")
+            .bind(keep_state(&doc.0, &stored)?)
+            .bind(id.to_string())
+            .bind(org_id)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
 
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>> {
         Ok(Box::new(crate::postgres_batch::PgWriter::new(self.options.clone(), sessions)?))
     }
 }
 
-/// `AND metadata[key] = value` on `table.doc`.
+/// `AND metadata[key] = value` on `table.doc`. PostgreSQL's JSON types
+/// cannot hold U+0000: the document is read with its escapes of it
+/// replaced, which only a filter naming such a string could tell.
 fn metadata(q: &mut Sql, table: &str, key: &str, value: &str) {
-    q.push(format!(" AND {table}.doc -> 'metadata' ->> "));
+    q.push(format!(" AND replace({table}.doc, '\\u0000', '\\ufffd')::jsonb -> 'metadata' ->> "));
     q.push_bind(key);
     q.push(" = ");
     q.push_bind(value);

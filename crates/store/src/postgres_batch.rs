@@ -4,7 +4,9 @@
 //! inline ([`BatchWriter::commits_inline`] is false): the journal hands every
 //! batch to its thread, which wakes within microseconds.
 //!
-//! A batch is one transaction (one write: one autocommit statement). Every
+//! A batch is one transaction (one write: one autocommit statement, unless
+//! it is a session's state, which is read, merged and written back under
+//! the row's lock). Every
 //! write is idempotent — turns and items are upserts, state writes overwrite,
 //! an event already stored is skipped — so a batch whose commit was cut off
 //! by a lost connection is simply written again. While the database is
@@ -53,7 +55,7 @@ impl PgWriter {
             }
             let Some(conn) = conn.as_mut() else { return Err(sqlx::Error::PoolClosed) };
             match writes {
-                [only] => apply(conn, only).await,
+                [only] if !matches!(only, Write::SessionState { .. }) => apply(conn, only).await,
                 _ => {
                     let mut tx = conn.begin().await?;
                     for write in writes {
@@ -121,9 +123,9 @@ impl BatchWriter for PgWriter {
 
 /// One write, on the connection or inside its transaction.
 async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<(), sqlx::Error> {
-    match write {
+    let query = match write {
         Write::Turn { org_id, turn } => sqlx::query(
-            "INSERT INTO turns (id, org_id, session_id, status, doc) VALUES ($1, $2, $3, $4, $5::jsonb) \
+            "INSERT INTO turns (id, org_id, session_id, status, doc) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
         )
         .bind(&turn.id)
@@ -132,7 +134,7 @@ async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<()
         .bind(turn.status.as_str())
         .bind(json(turn)?),
         Write::Item { org_id, session_id, item } => sqlx::query(
-            "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES ($1, $2, $3, $4, $5::jsonb) \
+            "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES ($1, $2, $3, $4, $5) \
              ON CONFLICT (id) DO UPDATE SET doc = excluded.doc",
         )
         .bind(item.id())
@@ -140,27 +142,30 @@ async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<()
         .bind(session_id.to_string())
         .bind(item.turn_id())
         .bind(json(item)?),
-        Write::SessionState { org_id, session_id, state } => sqlx::query(
-            "UPDATE sessions SET doc = doc || jsonb_build_object('status', $1::jsonb, 'error', $2::jsonb, \
-               'last_active_at', $3::bigint, 'usage', $4::jsonb, 'required_actions', $5::jsonb) \
-             WHERE id = $6 AND org_id = $7",
-        )
-        .bind(json(&state.status)?)
-        .bind(json(&state.error)?)
-        .bind(state.last_active_at)
-        .bind(json(&state.usage)?)
-        .bind(json(&state.required_actions)?)
-        .bind(session_id.to_string())
-        .bind(org_id),
-        Write::Event { session_id, event } => sqlx::query(
-            "INSERT INTO events (seq, session_id, doc) VALUES ($1, $2, $3::jsonb) ON CONFLICT (seq) DO NOTHING",
-        )
-        .bind(event_seq(&event.event_id).unwrap_or_default())
-        .bind(session_id.to_string())
-        .bind(json(event.as_ref())?),
-    }
-    .execute(&mut *conn)
-    .await?;
+        Write::SessionState { org_id, session_id, state } => {
+            // Read (locked by the batch's transaction), merged, written back:
+            // the JSON types' functions cannot hold U+0000.
+            let stored: Option<(String,)> =
+                sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")
+                    .bind(session_id.to_string())
+                    .bind(org_id)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            let Some((stored,)) = stored else { return Ok(()) };
+            let doc = crate::sql::set_state(&stored, state).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+            sqlx::query("UPDATE sessions SET doc = $1 WHERE id = $2 AND org_id = $3")
+                .bind(doc)
+                .bind(session_id.to_string())
+                .bind(org_id)
+        }
+        Write::Event { session_id, event } => {
+            sqlx::query("INSERT INTO events (seq, session_id, doc) VALUES ($1, $2, $3) ON CONFLICT (seq) DO NOTHING")
+                .bind(event_seq(&event.event_id).unwrap_or_default())
+                .bind(session_id.to_string())
+                .bind(json(event.as_ref())?)
+        }
+    };
+    query.execute(&mut *conn).await?;
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 //! (`sqlite_batch`).
 
 use crate::session_cache::SessionCache;
-use crate::sql::{Backend, Dialect, Sql, SqlStore, exec_glue};
+use crate::sql::{Backend, Dialect, Doc, Exec, Sql, SqlStore, exec_glue};
 use crate::{BatchWriter, Error, Result};
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
+use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -28,17 +29,28 @@ pub struct SqliteDb {
 
 exec_glue!(SqliteDb, sqlx::Sqlite);
 
+#[async_trait::async_trait]
 impl Backend for SqliteDb {
     const DIALECT: Dialect = Dialect {
-        put_session: "UPDATE sessions SET doc = json_set($1, \
-               '$.status', doc -> '$.status', '$.error', doc -> '$.error', \
-               '$.last_active_at', doc -> '$.last_active_at', '$.usage', doc -> '$.usage', \
-               '$.required_actions', json(coalesce(doc -> '$.required_actions', '[]'))) \
-             WHERE id = $2 AND org_id = $3",
         sessions_on_environment: "SELECT COUNT(*) FROM sessions \
              WHERE org_id = $1 AND json_extract(doc, '$.environment.id') = $2",
         metadata,
     };
+
+    async fn put_session(&self, org_id: &str, id: Uuid, doc: Doc) -> Result<bool> {
+        // One statement: json_set keeps the stored engine-owned fields.
+        let sql = Sql::new(
+            "UPDATE sessions SET doc = json_set($1, \
+               '$.status', doc -> '$.status', '$.error', doc -> '$.error', \
+               '$.last_active_at', doc -> '$.last_active_at', '$.usage', doc -> '$.usage', \
+               '$.required_actions', json(coalesce(doc -> '$.required_actions', '[]'))) \
+             WHERE id = $2 AND org_id = $3",
+        )
+        .bind(doc)
+        .bind(id)
+        .bind(org_id);
+        Ok(self.execute(&sql).await? > 0)
+    }
 
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>> {
         Ok(Box::new(crate::sqlite_batch::SqliteWriter::open(&self.path, sessions)?))

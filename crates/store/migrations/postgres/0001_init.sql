@@ -1,6 +1,8 @@
 -- The whole schema of the SQLite migrations 0001–0005, in PostgreSQL's
--- terms: resources are JSON documents (jsonb) beside the columns that queries
--- filter and order on; `seq` gives creation order for cursor pagination.
+-- terms: resources are JSON documents beside the columns that queries filter
+-- and order on; `seq` gives creation order for cursor pagination. Documents
+-- are TEXT, not jsonb: jsonb cannot hold U+0000, which the API accepts in any
+-- string (queries read them with `doc::json`, which can).
 CREATE TABLE organizations (
     id TEXT PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -24,14 +26,14 @@ CREATE TABLE agents (
     id TEXT NOT NULL UNIQUE,
     org_id TEXT NOT NULL REFERENCES organizations(id),
     version BIGINT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX agents_org ON agents(org_id, seq);
 
 CREATE TABLE agent_versions (
     agent_id TEXT NOT NULL,
     version BIGINT NOT NULL,
-    doc JSONB NOT NULL,
+    doc TEXT NOT NULL,
     PRIMARY KEY (agent_id, version)
 );
 
@@ -40,7 +42,7 @@ CREATE TABLE sessions (
     id TEXT NOT NULL UNIQUE,
     org_id TEXT NOT NULL REFERENCES organizations(id),
     agent_id TEXT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX sessions_org ON sessions(org_id, seq);
 CREATE INDEX sessions_agent ON sessions(org_id, agent_id, seq);
@@ -51,7 +53,7 @@ CREATE TABLE turns (
     org_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
     status TEXT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX turns_session ON turns(session_id, seq);
 CREATE INDEX turns_open ON turns(status) WHERE status IN ('queued', 'in_progress', 'waiting');
@@ -62,7 +64,7 @@ CREATE TABLE items (
     org_id TEXT NOT NULL,
     session_id TEXT NOT NULL,
     turn_id TEXT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX items_session ON items(session_id, seq);
 CREATE INDEX items_turn ON items(turn_id, seq);
@@ -71,7 +73,7 @@ CREATE INDEX items_turn ON items(turn_id, seq);
 CREATE TABLE events (
     seq BIGINT PRIMARY KEY,
     session_id TEXT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX events_session ON events(session_id, seq);
 
@@ -90,7 +92,7 @@ CREATE TABLE vaults (
     seq BIGSERIAL PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     org_id TEXT NOT NULL REFERENCES organizations(id),
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX vaults_org ON vaults(org_id, seq);
 
@@ -100,7 +102,7 @@ CREATE TABLE vault_credentials (
     org_id TEXT NOT NULL REFERENCES organizations(id),
     vault_id TEXT NOT NULL REFERENCES vaults(id) ON DELETE CASCADE,
     version BIGINT NOT NULL,
-    doc JSONB NOT NULL,
+    doc TEXT NOT NULL,
     sealed BYTEA NOT NULL
 );
 CREATE INDEX vault_credentials_vault ON vault_credentials(org_id, vault_id, seq);
@@ -115,7 +117,7 @@ CREATE TABLE environments (
     seq BIGSERIAL PRIMARY KEY,
     id TEXT NOT NULL UNIQUE,
     org_id TEXT NOT NULL,
-    doc JSONB NOT NULL
+    doc TEXT NOT NULL
 );
 CREATE INDEX environments_org ON environments(org_id, seq);
 
@@ -129,7 +131,7 @@ CREATE TABLE artifacts (
     turn_id TEXT NOT NULL,
     path TEXT NOT NULL,
     sha256 TEXT NOT NULL,
-    doc JSONB NOT NULL,
+    doc TEXT NOT NULL,
     content BYTEA NOT NULL
 );
 CREATE INDEX artifacts_session ON artifacts(session_id, seq);

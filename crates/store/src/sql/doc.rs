@@ -1,79 +1,47 @@
-//! [`Doc`]: a resource's JSON document as a column value. SQLite keeps it as
-//! `TEXT`, PostgreSQL as `jsonb`; the same statements read and write both,
-//! as this type encodes and decodes each backend's column type.
+//! [`Doc`]: a resource's JSON document as a column value (`TEXT` in both
+//! backends: PostgreSQL's `jsonb` cannot hold U+0000, which the API accepts),
+//! and the engine-owned fields of a session's document.
 
-use sqlx::encode::IsNull;
-use sqlx::error::BoxDynError;
-use sqlx::postgres::{PgArgumentBuffer, PgTypeInfo, PgValueFormat, PgValueRef, Postgres};
-use sqlx::sqlite::{Sqlite, SqliteArgumentValue, SqliteTypeInfo, SqliteValueRef};
-use sqlx::{Decode, Encode, Type};
+use crate::Result;
+use protocol::session::SessionState;
 
 /// A document's JSON text.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::Type)]
+#[sqlx(transparent)]
 pub(crate) struct Doc(pub String);
 
 impl Doc {
     /// Parses the document.
-    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> crate::Result<T> {
+    pub(crate) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T> {
         Ok(serde_json::from_str(&self.0)?)
     }
 }
 
-/// `jsonb`'s type id.
-const JSONB: PgTypeInfo = PgTypeInfo::with_oid(sqlx::postgres::types::Oid(3802));
-/// The version byte of `jsonb`'s binary format.
-const JSONB_VERSION: u8 = 1;
+/// The fields of a session's document that the engine owns: a
+/// configuration write keeps them as stored, a state write sets only them.
+const ENGINE_OWNED: [&str; 5] = ["status", "error", "last_active_at", "usage", "required_actions"];
 
-impl Type<Postgres> for Doc {
-    fn type_info() -> PgTypeInfo {
-        JSONB
-    }
-
-    fn compatible(ty: &PgTypeInfo) -> bool {
-        *ty == JSONB || <String as Type<Postgres>>::compatible(ty)
-    }
-}
-
-impl Encode<'_, Postgres> for Doc {
-    fn encode_by_ref(&self, buf: &mut PgArgumentBuffer) -> Result<IsNull, BoxDynError> {
-        buf.push(JSONB_VERSION);
-        buf.extend_from_slice(self.0.as_bytes());
-        Ok(IsNull::No)
-    }
-}
-
-impl<'r> Decode<'r, Postgres> for Doc {
-    fn decode(value: PgValueRef<'r>) -> Result<Self, BoxDynError> {
-        let bytes = value.as_bytes()?;
-        let text = match value.format() {
-            PgValueFormat::Binary if *sqlx::ValueRef::type_info(&value) == JSONB => match bytes.split_first() {
-                Some((&JSONB_VERSION, rest)) => rest,
-                _ => return Err("unknown jsonb format version".into()),
-            },
-            _ => bytes,
+/// `doc` with its engine-owned fields taken from `stored`.
+pub(crate) fn keep_state(doc: &str, stored: &str) -> Result<String> {
+    let stored: serde_json::Map<String, serde_json::Value> = serde_json::from_str(stored)?;
+    let mut doc: serde_json::Map<String, serde_json::Value> = serde_json::from_str(doc)?;
+    for key in ENGINE_OWNED {
+        let value = stored.get(key).cloned().unwrap_or(serde_json::Value::Null);
+        let value = match (key, value) {
+            ("required_actions", serde_json::Value::Null) => serde_json::Value::Array(Vec::new()),
+            (_, value) => value,
         };
-        Ok(Doc(std::str::from_utf8(text)?.to_owned()))
+        doc.insert(key.to_string(), value);
     }
+    Ok(serde_json::to_string(&doc)?)
 }
 
-impl Type<Sqlite> for Doc {
-    fn type_info() -> SqliteTypeInfo {
-        <String as Type<Sqlite>>::type_info()
+/// `stored` with `state` written over its engine-owned fields.
+pub(crate) fn set_state(stored: &str, state: &SessionState) -> Result<String> {
+    let mut doc: serde_json::Map<String, serde_json::Value> = serde_json::from_str(stored)?;
+    let serde_json::Value::Object(fields) = serde_json::to_value(state)? else { return Ok(stored.to_string()) };
+    for (key, value) in fields {
+        doc.insert(key, value);
     }
-
-    fn compatible(ty: &SqliteTypeInfo) -> bool {
-        <String as Type<Sqlite>>::compatible(ty)
-    }
-}
-
-impl<'q> Encode<'q, Sqlite> for Doc {
-    fn encode_by_ref(&self, args: &mut Vec<SqliteArgumentValue<'q>>) -> Result<IsNull, BoxDynError> {
-        <String as Encode<'q, Sqlite>>::encode_by_ref(&self.0, args)
-    }
-}
-
-impl<'r> Decode<'r, Sqlite> for Doc {
-    fn decode(value: SqliteValueRef<'r>) -> Result<Self, BoxDynError> {
-        Ok(Doc(<String as Decode<'r, Sqlite>>::decode(value)?))
-    }
+    Ok(serde_json::to_string(&doc)?)
 }

@@ -26,7 +26,7 @@ mod store;
 mod turns;
 mod vaults;
 
-pub(crate) use doc::Doc;
+pub(crate) use doc::{Doc, keep_state, set_state};
 
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
@@ -161,18 +161,20 @@ pub(crate) trait Exec: Send + Sync + 'static {
     async fn transaction(&self, first: &Sql, then: &[Sql]) -> Result<u64>;
 }
 
-/// What a backend adds to [`Exec`]: its dialect and its journal writer.
+/// What a backend adds to [`Exec`]: its dialect, the session write whose
+/// JSON handling differs, and its journal writer.
+#[async_trait::async_trait]
 pub(crate) trait Backend: Exec + std::fmt::Debug {
     const DIALECT: Dialect;
+    /// Replaces a session's document keeping its engine-owned fields as
+    /// stored; false when it no longer exists.
+    async fn put_session(&self, org_id: &str, id: uuid::Uuid, doc: Doc) -> Result<bool>;
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>>;
 }
 
 /// The statements whose SQL differs between the backends (JSON functions).
 #[derive(Debug)]
 pub(crate) struct Dialect {
-    /// Replaces a session's document ($1) keeping its engine-owned fields;
-    /// `WHERE id = $2 AND org_id = $3`.
-    pub put_session: &'static str,
     /// Counts the sessions of organization $1 on environment $2.
     pub sessions_on_environment: &'static str,
     /// Appends `AND <table>.doc's metadata[key] = value` to a statement.

@@ -31,12 +31,10 @@ impl<B: Backend> SqlStore<B> {
     }
 
     pub(crate) async fn put_session_impl(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
-        // The engine-owned fields keep their stored values (the dialect's
-        // statement): a metadata update racing a running turn must not roll its
+        // The engine-owned fields keep their stored values (the backend's
+        // write): a metadata update racing a running turn must not roll its
         // status back.
-        let sql =
-            Sql::new(B::DIALECT.put_session).bind(Doc(serde_json::to_string(session)?)).bind(session.id).bind(org_id);
-        let changed = self.changed(sql).await;
+        let changed = self.db.put_session(org_id, session.id, Doc(serde_json::to_string(session)?)).await;
         self.sessions.invalidate([session.id]);
         changed
     }

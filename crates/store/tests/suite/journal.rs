@@ -101,11 +101,21 @@ async fn configuration_and_state_writes_keep_each_others_fields(b: &Backend) {
     // A metadata update racing a turn does not roll its status back.
     let mut changed = session.clone();
     changed.metadata.insert("team".into(), "blue".into());
+    // Any string the API accepts, U+0000 and all (PostgreSQL's jsonb could not hold it).
+    changed.metadata.insert("ключ 🔑".into(), "a\u{0}b e\u{301}".into());
     changed.status = SessionStatus::Idle;
     assert!(b.store.put_session(&org_id, &changed).await.unwrap());
     let stored = b.store.get_session(&org_id, session.id).await.unwrap().unwrap();
     assert_eq!(stored.status, SessionStatus::InProgress);
     assert_eq!(stored.metadata.get("team").map(String::as_str), Some("blue"));
+    let mut state = stored.state();
+    state.status = SessionStatus::Idle;
+    state.last_active_at = 7;
+    b.commit(vec![Write::SessionState { org_id: org_id.clone(), session_id: session.id, state }]).unwrap();
+    let fresh = store::open(&b.url).await.unwrap();
+    let stored = fresh.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::Idle, 7));
+    assert_eq!(stored.metadata, changed.metadata, "kept through both writes");
     // Lists filter on the stored metadata and agent.
     let filter = |agent: Option<&str>, metadata: &[(&str, &str)]| SessionFilter {
         agent_id: agent.map(Into::into),
