@@ -55,24 +55,11 @@ impl Backend for PgDb {
     };
 
     async fn put_session(&self, org_id: &str, id: Uuid, doc: Doc) -> Result<bool> {
-        // The stored row, locked, then the merge (the JSON types' functions
-        // cannot hold U+0000, so it is not done in SQL).
         let mut tx = self.pool.begin().await?;
-        let stored: Option<(String,)> =
-            sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")
-                .bind(id.to_string())
-                .bind(org_id)
-                .fetch_optional(&mut *tx)
-                .await?;
-        let Some((stored,)) = stored else { return Ok(false) };
-        sqlx::query("UPDATE sessions SET doc = $1 WHERE id = $2 AND org_id = $3")
-            .bind(keep_state(&doc.0, &stored)?)
-            .bind(id.to_string())
-            .bind(org_id)
-            .execute(&mut *tx)
-            .await?;
+        let keep = |stored: &str| keep_state(&doc.0, stored);
+        let done = crate::postgres_batch::rewrite_session(&mut tx, org_id, id, keep).await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(done)
     }
 
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>> {

@@ -21,6 +21,7 @@ use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use uuid::Uuid;
 
 /// How long one call keeps retrying a batch while the database is
 /// unreachable (a blip passes unnoticed; a longer outage is the journal's).
@@ -143,20 +144,8 @@ async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<()
         .bind(item.turn_id())
         .bind(json(item)?),
         Write::SessionState { org_id, session_id, state } => {
-            // Read (locked by the batch's transaction), merged, written back:
-            // the JSON types' functions cannot hold U+0000.
-            let stored: Option<(String,)> =
-                sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")
-                    .bind(session_id.to_string())
-                    .bind(org_id)
-                    .fetch_optional(&mut *conn)
-                    .await?;
-            let Some((stored,)) = stored else { return Ok(()) };
-            let doc = crate::sql::set_state(&stored, state).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
-            sqlx::query("UPDATE sessions SET doc = $1 WHERE id = $2 AND org_id = $3")
-                .bind(doc)
-                .bind(session_id.to_string())
-                .bind(org_id)
+            let set = |stored: &str| crate::sql::set_state(stored, state);
+            return rewrite_session(conn, org_id, *session_id, set).await.map(drop);
         }
         Write::Event { session_id, event } => {
             sqlx::query("INSERT INTO events (seq, session_id, doc) VALUES ($1, $2, $3) ON CONFLICT (seq) DO NOTHING")
@@ -167,6 +156,32 @@ async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<()
     };
     query.execute(&mut *conn).await?;
     Ok(())
+}
+
+/// Rewrites a session's document as `merge` makes it from the stored one,
+/// the row locked in between (the caller's transaction): the JSON types'
+/// functions cannot hold U+0000, so the merge is not done in SQL. False when
+/// the session no longer exists.
+pub(crate) async fn rewrite_session(
+    conn: &mut PgConnection,
+    org_id: &str,
+    session_id: Uuid,
+    merge: impl FnOnce(&str) -> Result<String>,
+) -> std::result::Result<bool, sqlx::Error> {
+    let stored: Option<(String,)> = sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")
+        .bind(session_id.to_string())
+        .bind(org_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    let Some((stored,)) = stored else { return Ok(false) };
+    let doc = merge(&stored).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+    sqlx::query("UPDATE sessions SET doc = $1 WHERE id = $2 AND org_id = $3")
+        .bind(doc)
+        .bind(session_id.to_string())
+        .bind(org_id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(true)
 }
 
 /// A document for a bind (an error becomes sqlx's: the statement cannot be sent).
