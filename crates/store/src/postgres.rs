@@ -5,7 +5,9 @@
 //! JSON operators (`||`, `->>`) and the journal's writer (`postgres_batch`).
 //!
 //! Documents are `TEXT` (`jsonb` cannot hold U+0000); the two queries that
-//! look inside them read them as `jsonb` with that escape replaced. Errors that mean the database is gone (refused or
+//! look inside them read them as `jsonb` with that escape replaced.
+//!
+//! Errors that mean the database is gone (refused or
 //! broken connections, a shutdown) are [`Error::Unavailable`]: the pool
 //! reconnects by itself once the database is back.
 

@@ -1,8 +1,8 @@
 //! The store both backends share: one [`SqlStore`] over a [`Backend`] (SQLite
 //! or PostgreSQL). The statements are written once, in the SQL the two
 //! dialects agree on (`$n` placeholders, which SQLite accepts too; documents
-//! as [`Doc`], which each backend encodes as its own column type); the few
-//! that differ (JSON functions) are the backend's [`Dialect`].
+//! as [`Doc`], `TEXT` in both); the few that differ (JSON functions) are the
+//! backend's [`Dialect`] and [`Backend::put_session`].
 //!
 //! # Layout
 //! - [`Sql`]: a statement and its bound [`Value`]s; [`Exec`] runs it on a
