@@ -4,10 +4,9 @@
 //! inline ([`BatchWriter::commits_inline`] is false): the journal hands every
 //! batch to its thread, which wakes within microseconds.
 //!
-//! A batch is one transaction (one write: one autocommit statement, unless
-//! it is a session's state, which is read, merged and written back under
-//! the row's lock). Every
-//! write is idempotent — turns and items are upserts, state writes overwrite,
+//! A batch is one statement, so one round trip and one commit (sessions'
+//! states in it make it a transaction: their rows are read under lock and
+//! merged first; see [`commit`]). Every write is idempotent — turns and items are upserts, state writes overwrite,
 //! an event already stored is skipped — so a batch whose commit was cut off
 //! by a lost connection is simply written again. While the database is
 //! unreachable a batch is retried on a fresh connection for [`OUTAGE`], then
@@ -17,6 +16,7 @@
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Result, Write, event_seq};
+use protocol::session::SessionState;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
@@ -55,16 +55,7 @@ impl PgWriter {
                 *conn = Some(PgConnection::connect_with(options).await?);
             }
             let Some(conn) = conn.as_mut() else { return Err(sqlx::Error::PoolClosed) };
-            match writes {
-                [only] if !matches!(only, Write::SessionState { .. }) => apply(conn, only).await,
-                _ => {
-                    let mut tx = conn.begin().await?;
-                    for write in writes {
-                        apply(&mut tx, write).await?;
-                    }
-                    tx.commit().await
-                }
-            }
+            commit(conn, writes).await
         })
     }
 }
@@ -122,41 +113,137 @@ impl BatchWriter for PgWriter {
     }
 }
 
-/// One write, on the connection or inside its transaction.
-async fn apply(conn: &mut PgConnection, write: &Write) -> std::result::Result<(), sqlx::Error> {
-    let query = match write {
-        Write::Turn { org_id, turn } => sqlx::query(
-            "INSERT INTO turns (id, org_id, session_id, status, doc) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
-        )
-        .bind(&turn.id)
-        .bind(org_id)
-        .bind(&turn.session_id)
-        .bind(turn.status.as_str())
-        .bind(json(turn)?),
-        Write::Item { org_id, session_id, item } => sqlx::query(
-            "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES ($1, $2, $3, $4, $5) \
-             ON CONFLICT (id) DO UPDATE SET doc = excluded.doc",
-        )
-        .bind(item.id())
-        .bind(org_id)
-        .bind(session_id.to_string())
-        .bind(item.turn_id())
-        .bind(json(item)?),
-        Write::SessionState { org_id, session_id, state } => {
-            let set = |stored: &str| crate::sql::set_state(stored, state);
-            return rewrite_session(conn, org_id, *session_id, set).await.map(drop);
+/// Every write of a batch in one statement (turns, items and events as
+/// arrays, each table's rows in one `INSERT … SELECT FROM UNNEST`): one round
+/// trip and one commit. A batch holding session states is a transaction of
+/// three: their rows read under lock, merged here, then the one statement
+/// that also writes them back.
+async fn commit(conn: &mut PgConnection, writes: &[Write]) -> std::result::Result<(), sqlx::Error> {
+    let rows = Rows::of(writes)?;
+    if rows.states.is_empty() {
+        return rows.statement(Vec::new()).execute(&mut *conn).await.map(drop);
+    }
+    let mut tx = conn.begin().await?;
+    let ids: Vec<String> = rows.states.iter().map(|(_, id, _)| id.to_string()).collect();
+    let stored: Vec<(String, String, String)> =
+        sqlx::query_as("SELECT id, org_id, doc FROM sessions WHERE id = ANY($1) ORDER BY id FOR UPDATE")
+            .bind(&ids)
+            .fetch_all(&mut *tx)
+            .await?;
+    let mut merged = Vec::with_capacity(stored.len());
+    for (id, org_id, doc) in stored {
+        // The batch's last state of each session (in a session's own organization only).
+        let state = rows.states.iter().rev().find(|(org, sid, _)| *org == org_id && sid.to_string() == id);
+        if let Some((_, _, state)) = state {
+            let doc = crate::sql::set_state(&doc, state).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
+            merged.push((id, doc));
         }
-        Write::Event { session_id, event } => {
-            sqlx::query("INSERT INTO events (seq, session_id, doc) VALUES ($1, $2, $3) ON CONFLICT (seq) DO NOTHING")
-                .bind(event_seq(&event.event_id).unwrap_or_default())
-                .bind(session_id.to_string())
-                .bind(json(event.as_ref())?)
-        }
-    };
-    query.execute(&mut *conn).await?;
-    Ok(())
+    }
+    rows.statement(merged).execute(&mut *tx).await?;
+    tx.commit().await
 }
+
+/// A batch's writes as columns. A row written twice in one batch (an item
+/// growing with each delta) is written once, with its last document, at the
+/// place of its first write (so new rows keep their order).
+#[derive(Default)]
+struct Rows<'a> {
+    turns: Columns<5>,
+    items: Columns<5>,
+    event_seqs: Vec<i64>,
+    event_sessions: Vec<String>,
+    event_docs: Vec<String>,
+    states: Vec<(&'a str, Uuid, &'a SessionState)>,
+}
+
+/// Text columns of one table's rows, the first being the row's id.
+struct Columns<const N: usize> {
+    columns: [Vec<String>; N],
+    index: std::collections::HashMap<String, usize>,
+}
+
+impl<const N: usize> Default for Columns<N> {
+    fn default() -> Self {
+        Self { columns: std::array::from_fn(|_| Vec::new()), index: Default::default() }
+    }
+}
+
+impl<const N: usize> Columns<N> {
+    /// Adds a row, or replaces the columns after the first of the row with its id.
+    fn put(&mut self, row: [String; N]) {
+        let id = row.first().cloned().unwrap_or_default();
+        if let Some(&at) = self.index.get(&id) {
+            for (column, value) in self.columns.iter_mut().zip(row).skip(1) {
+                column[at] = value;
+            }
+            return;
+        }
+        let at = self.columns.first().map_or(0, Vec::len);
+        self.index.insert(id, at);
+        for (column, value) in self.columns.iter_mut().zip(row) {
+            column.push(value);
+        }
+    }
+}
+
+impl<'a> Rows<'a> {
+    fn of(writes: &'a [Write]) -> std::result::Result<Self, sqlx::Error> {
+        let mut rows = Rows::default();
+        for write in writes {
+            match write {
+                Write::Turn { org_id, turn } => rows.turns.put([
+                    turn.id.clone(),
+                    org_id.clone(),
+                    turn.session_id.clone(),
+                    turn.status.as_str().to_string(),
+                    json(turn)?,
+                ]),
+                Write::Item { org_id, session_id, item } => rows.items.put([
+                    item.id().to_string(),
+                    org_id.clone(),
+                    session_id.to_string(),
+                    item.turn_id().to_string(),
+                    json(item)?,
+                ]),
+                Write::SessionState { org_id, session_id, state } => rows.states.push((org_id, *session_id, state)),
+                Write::Event { session_id, event } => {
+                    rows.event_seqs.push(event_seq(&event.event_id).unwrap_or_default());
+                    rows.event_sessions.push(session_id.to_string());
+                    rows.event_docs.push(json(event.as_ref())?);
+                }
+            }
+        }
+        Ok(rows)
+    }
+
+    /// The one statement: every table's rows, and the merged session documents.
+    fn statement(self, sessions: Vec<(String, String)>) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        let (session_ids, session_docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
+        let mut query = sqlx::query(BATCH);
+        for column in self.turns.columns.into_iter().chain(self.items.columns) {
+            query = query.bind(column);
+        }
+        query.bind(self.event_seqs).bind(self.event_sessions).bind(self.event_docs).bind(session_ids).bind(session_docs)
+    }
+}
+
+/// A batch as one statement (each part is empty when the batch has no such writes).
+const BATCH: &str = "WITH turn_rows AS (\
+    INSERT INTO turns (id, org_id, session_id, status, doc) \
+    SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
+    ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc), \
+item_rows AS (\
+    INSERT INTO items (id, org_id, session_id, turn_id, doc) \
+    SELECT * FROM UNNEST($6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
+    ON CONFLICT (id) DO UPDATE SET doc = excluded.doc), \
+event_rows AS (\
+    INSERT INTO events (seq, session_id, doc) \
+    SELECT * FROM UNNEST($11::bigint[], $12::text[], $13::text[]) \
+    ON CONFLICT (seq) DO NOTHING), \
+session_rows AS (\
+    UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
+    WHERE sessions.id = merged.id) \
+SELECT 1";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'

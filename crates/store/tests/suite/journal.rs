@@ -12,6 +12,7 @@ use store::{SessionFilter, Write};
 
 contract!(
     a_batch_applies_its_writes_in_order,
+    rows_written_twice_in_a_batch_keep_their_first_place_and_last_content,
     a_failing_batch_leaves_nothing,
     configuration_and_state_writes_keep_each_others_fields,
     deleting_a_session_deletes_its_turns_items_and_events
@@ -57,6 +58,41 @@ async fn a_batch_applies_its_writes_in_order(b: &Backend) {
     failed.status = TurnStatus::Failed;
     b.commit(vec![turn_write(&org_id, &failed)]).unwrap();
     assert_eq!(b.store.get_turn(&org_id, id).await.unwrap().unwrap().status, TurnStatus::Failed);
+}
+
+async fn rows_written_twice_in_a_batch_keep_their_first_place_and_last_content(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let t = turn(session.id, TurnStatus::InProgress);
+    let (first, second) = (message(&t.id, "one"), message(&t.id, "two"));
+    let grown = message_with_id(&first, "one, grown");
+    let mut busy = session.state();
+    busy.status = SessionStatus::InProgress;
+    let mut later = busy.clone();
+    later.last_active_at = 99;
+    b.commit(vec![
+        turn_write(&org_id, &t),
+        item_write(&org_id, session.id, &first),
+        Write::SessionState { org_id: org_id.clone(), session_id: session.id, state: busy },
+        item_write(&org_id, session.id, &second),
+        item_write(&org_id, session.id, &grown),
+        Write::SessionState { org_id: org_id.clone(), session_id: session.id, state: later },
+    ])
+    .unwrap();
+    let items = b.store.list_items(&org_id, session.id, None, &super::records::asc()).await.unwrap().items;
+    assert_eq!(items, vec![grown, second]);
+    let fresh = store::open(&b.url).await.unwrap();
+    let stored = fresh.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::InProgress, 99), "the batch's last state");
+}
+
+/// `item` (a message) with another text and the same id.
+fn message_with_id(item: &protocol::item::Item, text: &str) -> protocol::item::Item {
+    let mut grown = item.clone();
+    if let protocol::item::Item::Message { content, .. } = &mut grown {
+        *content = vec![protocol::item::Content::InputText { text: text.into() }];
+    }
+    grown
 }
 
 async fn a_failing_batch_leaves_nothing(b: &Backend) {
