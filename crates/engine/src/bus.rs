@@ -7,6 +7,7 @@
 use crate::error::Result;
 use crate::journal::Journal;
 use protocol::event::{Event, EventBody};
+use protocol::ids::EventId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,7 +98,7 @@ impl Bus {
         let mut events = Vec::with_capacity(bodies.len());
         for body in bodies {
             let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
-            let event = Arc::new(Event { event_id: store::event_id(seq), body });
+            let event = Arc::new(Event { event_id: EventId::from_seq(seq), body });
             self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
             events.push(event);
         }

@@ -28,7 +28,7 @@ async fn fixture() -> Fixture {
     journal.on_commit(Box::new(move |writes| {
         for w in writes {
             if let Write::Event { event, .. } = w {
-                sink.lock().unwrap().push((store::event_seq(&event.event_id).unwrap(), std::thread::current().id()));
+                sink.lock().unwrap().push((event.event_id.seq(), std::thread::current().id()));
             }
         }
     }));
@@ -39,12 +39,15 @@ impl Fixture {
     fn event(&self, seq: i64) -> Write {
         let error = SessionError { code: None, message: format!("event {seq}"), param: None, kind: "warning".into() };
         let body = EventBody::Error { session_id: self.session.to_string(), error };
-        Write::Event { session_id: self.session, event: Arc::new(Event { event_id: store::event_id(seq), body }) }
+        Write::Event {
+            session_id: self.session,
+            event: Arc::new(Event { event_id: protocol::ids::EventId::from_seq(seq), body }),
+        }
     }
 
     async fn stored(&self) -> Vec<i64> {
         let events = self.store.events_after(self.session, 0, 100).await.unwrap();
-        events.iter().map(|e| store::event_seq(&e.event_id).unwrap()).collect()
+        events.iter().map(|e| e.event_id.seq()).collect()
     }
 
     fn delivered(&self) -> Vec<i64> {

@@ -160,7 +160,7 @@ impl Engine {
         loop {
             let events = store.events_after(session_id, after, 1000).await?;
             let Some(last) = events.last() else { break };
-            after = store::event_seq(&last.event_id).unwrap_or(i64::MAX);
+            after = last.event_id.seq();
             for e in &events {
                 if let EventBody::OutputTextDelta { item_id, delta, .. } = &e.body {
                     texts.entry(item_id.clone()).or_default().push_str(delta);

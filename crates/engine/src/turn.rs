@@ -51,15 +51,23 @@ pub struct TurnRun {
 }
 
 impl TurnRun {
-    fn request(&self) -> ModelRequest {
+    /// The step's model request. It holds the turn's history, moved in (not
+    /// copied: the history grows to hundreds of kilobytes); the caller hands
+    /// it back with [`Self::keep_history`] once the request is sent.
+    fn request(&mut self) -> ModelRequest {
         let c = &self.rec.session.agent.config;
         let mut req = self.model.request();
         req.instructions = c.instructions.clone();
-        req.messages = self.messages.clone();
+        req.messages = std::mem::take(&mut self.messages);
         req.tools = self.tools.specs();
         req.tool_call_deltas = self.tools.wants_streaming();
         req.reasoning_effort = c.reasoning.effort.and_then(|e| serde_json::from_value(json!(e)).ok());
         req
+    }
+
+    /// Takes the history back from a request that was sent.
+    fn keep_history(&mut self, request: ModelRequest) {
+        self.messages = request.messages;
     }
 
     /// Runs the loop to its end, handing the recorder back for the ending.
@@ -107,6 +115,7 @@ impl TurnRun {
             self.tools.hosted.iter().for_each(|h| h.step_started());
         }
         let mut stream = self.model.stream(&request);
+        self.keep_history(request);
         let mut message: Option<(String, i64)> = None;
         let mut text = String::new();
         let mut calls = Vec::new();

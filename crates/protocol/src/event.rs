@@ -11,7 +11,8 @@ use serde_json::Value;
 /// reconnecting client sends the last one it saw as `Last-Event-ID`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
-    pub event_id: String,
+    #[schemars(with = "String")]
+    pub event_id: crate::ids::EventId,
     #[serde(flatten)]
     pub body: EventBody,
 }

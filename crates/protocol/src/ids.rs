@@ -61,6 +61,53 @@ pub fn conversation_id(session: Uuid) -> String {
     format!("{CONVERSATION_PREFIX}{session}")
 }
 
+/// An event's id: its sequence number (ordered across the server), shown as
+/// `evt_` and 19 digits so that string order is numeric order for every one.
+/// Formatted only when serialized, parsed only from what a client sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct EventId(i64);
+
+impl EventId {
+    const PREFIX: &'static str = "evt_";
+
+    /// The event of sequence number `seq`.
+    pub fn from_seq(seq: i64) -> Self {
+        Self(seq)
+    }
+
+    /// Its sequence number.
+    pub fn seq(self) -> i64 {
+        self.0
+    }
+
+    /// Parses `evt_<sequence>` (a `Last-Event-ID`, a stored event).
+    pub fn parse(id: &str) -> Option<Self> {
+        id.strip_prefix(Self::PREFIX)
+            .filter(|d| d.bytes().all(|b| b.is_ascii_digit()))
+            .and_then(|d| d.parse().ok())
+            .map(Self)
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{:019}", Self::PREFIX, self.0)
+    }
+}
+
+impl serde::Serialize for EventId {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for EventId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        Self::parse(&id).ok_or_else(|| serde::de::Error::custom(format!("'{id}' is not an event id")))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,6 +119,17 @@ mod tests {
         assert_eq!(parse_conversation_id(&id.to_string()), None);
         assert_eq!(parse_session_id("conv_x"), None);
         assert_eq!(parse_session_id(&id.simple().to_string()), None);
+    }
+
+    #[test]
+    fn event_ids_order_as_strings_and_round_trip() {
+        let (a, b) = (EventId::from_seq(9), EventId::from_seq(10));
+        assert!(a.to_string() < b.to_string());
+        assert_eq!(EventId::parse(&b.to_string()), Some(b));
+        assert_eq!(serde_json::from_value::<EventId>(serde_json::to_value(a).unwrap()).unwrap(), a);
+        for bad in ["evt_", "evt_-1", "evt_+1", "10", "evt_1x"] {
+            assert_eq!(EventId::parse(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@
 //!   direct streaming request to the upstream, end to end and net of the
 //!   script's own delay before the first text (`BENCH_ONLY=first_delta`
 //!   measures only this, `BENCH_RUNS` times, `BENCH_TRACE=1` prints each run);
+//! - the server's own CPU time per step over the same turn (less sensitive to
+//!   a busy machine than the wall time; `BENCH_ONLY=steps` measures only the turn);
 //! - 1,000 concurrent subscribers: all receive every event; server RSS.
 //!
 //! Run: `cargo bench -p rebyte --bench turns`.
@@ -36,6 +38,16 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0)
+}
+
+/// The CPU time (user + system, all threads) a process used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<u64> = rest.split_whitespace().skip(11).take(2).map(|f| f.parse().unwrap()).collect();
+    // In USER_HZ, which Linux fixes at 100 for user space.
+    Duration::from_millis((fields[0] + fields[1]) * 10)
 }
 
 struct Client {
@@ -80,20 +92,26 @@ async fn until_turn_ends(events: &mut (impl futures::Stream<Item = Value> + Unpi
 /// One turn of `steps` model steps: its wall time, and the scripted
 /// upstream's own time in its requests (from each request's arrival to its
 /// reply's last frame, as the upstream saw them).
-async fn engine_overhead(client: &Client, model: &ModelServer, steps: usize) -> (Duration, Duration) {
+/// Also the server's own CPU time over the turn.
+async fn engine_overhead(
+    client: &Client,
+    model: &ModelServer,
+    server: &Server,
+    steps: usize,
+) -> (Duration, Duration, Duration) {
     model.push_all((0..steps - 1).map(|_| Step::tool_calls([ScriptedToolCall::new("noop", json!({}))])));
     model.push(Step::text("done"));
     let sid = client.session(json!({"model": "bench-model", "max_steps": steps})).await;
     let mut events = Box::pin(client.subscribe(&sid).await);
     let before = model.reply_spans().len();
-    let start = Instant::now();
+    let (start, cpu) = (Instant::now(), cpu_time(server.child.id()));
     client.send(&sid, "loop").await;
     until_turn_ends(&mut events).await;
-    let turn = start.elapsed();
+    let (turn, cpu) = (start.elapsed(), cpu_time(server.child.id()) - cpu);
     let spans = model.reply_spans();
     assert_eq!(spans.len() - before, steps);
     let upstream = spans[before..].iter().map(|(arrived, last)| last.unwrap() - *arrived).sum();
-    (turn, upstream)
+    (turn, upstream, cpu)
 }
 
 fn percentile(mut v: Vec<Duration>, p: f64) -> Duration {
@@ -267,8 +285,24 @@ async fn main() {
         return;
     }
     let steps = 1000;
-    let (turn, upstream) = engine_overhead(&client, &model, steps).await;
+    let (turn, upstream, cpu) = engine_overhead(&client, &model, &server, steps).await;
     let per_step = turn.saturating_sub(upstream) / steps as u32;
+    let cpu_row = format!(
+        "| the same turn: the server's CPU time (all threads) | {:.1} ms | | {:.3} ms/step | |",
+        ms(cpu),
+        ms(cpu) / steps as f64
+    );
+    // BENCH_ONLY=steps measures just the long turn.
+    if std::env::var("BENCH_ONLY").is_ok_and(|m| m == "steps") {
+        println!(
+            "{steps}-step turn: {:.1} ms, upstream {:.1} ms, {:.3} ms/step added",
+            ms(turn),
+            ms(upstream),
+            ms(per_step)
+        );
+        println!("{cpu_row}");
+        return;
+    }
     let fd = first_delta(&client, &model, 50).await;
     let (complete, events, rss_idle, rss_peak) = subscribers(&client, &model, &server, 1000).await;
 
@@ -280,6 +314,7 @@ async fn main() {
         upstream.as_secs_f64() * 1e3,
         per_step.as_secs_f64() * 1e3
     );
+    println!("{cpu_row}");
     println!(
         "| time to first text delta (p50 of 50) | {:.2} ms | {:.2} ms | {:.2} ms | ≤ 1 ms |",
         ms(fd.through),

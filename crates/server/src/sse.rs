@@ -66,7 +66,7 @@ impl State {
             }
             match self.rx.recv().await {
                 Ok(event) => {
-                    if store::event_seq(&event.event_id).is_some_and(|s| s > self.last) {
+                    if event.event_id.seq() > self.last {
                         return Some(event);
                     }
                 }
@@ -77,9 +77,7 @@ impl State {
     }
 
     fn note(&mut self, event: &Event) {
-        if let Some(seq) = store::event_seq(&event.event_id) {
-            self.last = self.last.max(seq);
-        }
+        self.last = self.last.max(event.event_id.seq());
         if let Until::TurnEnds(turn_id) = &self.until {
             if event.body.ends_turn() && event.body.turn_id() == Some(turn_id) {
                 self.turn_ended = true;
@@ -96,7 +94,7 @@ fn frame(event: &Event) -> SseEvent {
     let data = serde_json::to_string(event).unwrap_or_else(|_| "{}".into());
     let kind =
         serde_json::to_value(&event.body).ok().and_then(|v| v.get("type").and_then(|t| t.as_str().map(String::from)));
-    let mut frame = SseEvent::default().id(event.event_id.clone()).data(data);
+    let mut frame = SseEvent::default().id(event.event_id.to_string()).data(data);
     if let Some(kind) = kind {
         frame = frame.event(kind);
     }

@@ -275,14 +275,3 @@ pub async fn open(url: &str) -> Result<std::sync::Arc<dyn Store>> {
         }
     })
 }
-
-/// The sequence number inside an `evt_<sequence>` id.
-pub fn event_seq(event_id: &str) -> Option<i64> {
-    event_id.strip_prefix("evt_").and_then(|s| s.parse().ok())
-}
-
-/// The id of the event with sequence number `seq`.
-pub fn event_id(seq: i64) -> String {
-    // 19 digits: string order is numeric order for every i64.
-    format!("evt_{seq:019}")
-}

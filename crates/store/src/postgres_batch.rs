@@ -15,7 +15,7 @@
 
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
-use crate::{BatchWriter, Error, Result, Write, event_seq};
+use crate::{BatchWriter, Error, Result, Write};
 use protocol::session::SessionState;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
@@ -207,7 +207,7 @@ impl<'a> Rows<'a> {
                 ]),
                 Write::SessionState { org_id, session_id, state } => rows.states.push((org_id, *session_id, state)),
                 Write::Event { session_id, event } => {
-                    rows.event_seqs.push(event_seq(&event.event_id).unwrap_or_default());
+                    rows.event_seqs.push(event.event_id.seq());
                     rows.event_sessions.push(session_id.to_string());
                     rows.event_docs.push(json(event.as_ref())?);
                 }
@@ -217,7 +217,10 @@ impl<'a> Rows<'a> {
     }
 
     /// The one statement: every table's rows, and the merged session documents.
-    fn statement(self, sessions: Vec<(String, String)>) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    fn statement(
+        self,
+        sessions: Vec<(String, String)>,
+    ) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
         let (session_ids, session_docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
         let mut query = sqlx::query(BATCH);
         for column in self.turns.columns.into_iter().chain(self.items.columns) {

@@ -9,7 +9,7 @@
 //! the journal's thread calls [`BatchWriter::checkpoint`] between batches.
 
 use crate::session_cache::SessionCache;
-use crate::{BatchWriter, Error, Result, Write, event_seq};
+use crate::{BatchWriter, Error, Result, Write};
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Arc;
@@ -110,11 +110,7 @@ fn apply(conn: &Connection, write: &Write) -> Result<()> {
         ),
         Write::Event { session_id, event } => run(
             "INSERT INTO events (seq, session_id, doc) VALUES (?, ?, ?)",
-            params![
-                event_seq(&event.event_id).unwrap_or_default(),
-                session_id.to_string(),
-                serde_json::to_string(event.as_ref())?
-            ],
+            params![event.event_id.seq(), session_id.to_string(), serde_json::to_string(event.as_ref())?],
         ),
     }
 }

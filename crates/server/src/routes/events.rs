@@ -31,8 +31,8 @@ pub async fn create(
 fn last_event_id(headers: &HeaderMap) -> ApiResult<Option<i64>> {
     match headers.get("last-event-id").and_then(|v| v.to_str().ok()) {
         None | Some("") => Ok(None),
-        Some(id) => store::event_seq(id)
-            .map(Some)
+        Some(id) => protocol::ids::EventId::parse(id)
+            .map(|id| Some(id.seq()))
             .ok_or_else(|| ApiError::invalid("Last-Event-ID", format!("'{id}' is not an event id of this server"))),
     }
 }

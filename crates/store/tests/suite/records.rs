@@ -76,7 +76,7 @@ pub fn message(turn_id: &str, text: &str) -> Item {
 
 pub fn event(seq: i64, session_id: Uuid, delta: &str) -> Event {
     Event {
-        event_id: store::event_id(seq),
+        event_id: protocol::ids::EventId::from_seq(seq),
         body: EventBody::OutputTextDelta {
             session_id: session_id.to_string(),
             turn_id: "t".into(),

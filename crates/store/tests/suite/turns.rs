@@ -19,9 +19,7 @@ async fn events_replay_after_a_sequence_for_their_session_only(b: &Backend) {
     assert_eq!(b.store.max_event_seq().await.unwrap(), 0);
     let writes = (1..=6).map(|seq| event_write(seq, if seq % 3 == 0 { s2.id } else { s1.id }, &seq.to_string()));
     b.commit(writes.collect()).unwrap();
-    let seqs = |events: Vec<protocol::event::Event>| {
-        events.iter().map(|e| store::event_seq(&e.event_id).unwrap()).collect::<Vec<_>>()
-    };
+    let seqs = |events: Vec<protocol::event::Event>| events.iter().map(|e| e.event_id.seq()).collect::<Vec<_>>();
     assert_eq!(seqs(b.store.events_after(s1.id, 0, 100).await.unwrap()), [1, 2, 4, 5]);
     assert_eq!(seqs(b.store.events_after(s1.id, 2, 100).await.unwrap()), [4, 5]);
     assert_eq!(seqs(b.store.events_after(s1.id, 1, 2).await.unwrap()), [2, 4]);
