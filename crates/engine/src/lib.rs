@@ -15,7 +15,10 @@
 //!   servers [`mcp_connect`] connects; stdio ones run in the sandbox through
 //!   [`mcp_launch`]).
 //! - [`environments`]: one sandbox per environment, initialized once;
-//!   [`setup_progress`] keeps its setup's step and log while it runs.
+//!   [`setup_progress`] keeps its setup's step and log while it runs;
+//!   [`skill_install`] places its skills first, and [`skill_catalog`] lists
+//!   them (and those of its capability directories) in each turn's
+//!   instructions.
 
 pub mod bus;
 pub mod environments;
@@ -32,6 +35,8 @@ pub mod record;
 mod runtime;
 pub mod sandbox_tools;
 pub mod setup_progress;
+pub mod skill_catalog;
+pub mod skill_install;
 pub mod tools;
 pub mod turn;
 
