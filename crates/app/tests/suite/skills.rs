@@ -50,7 +50,13 @@ fn escaping_paths_symlinks_and_zip_bombs_are_refused_by_name() {
     assert!(matches!(Bundle::from_zip(&escape), Err(BundleError::Escapes(p)) if p == "a/../../x"));
     let absolute = zip(&[("SKILL.md", 0o644, md), ("/etc/x", 0o644, b"x")]);
     assert!(matches!(Bundle::from_zip(&absolute), Err(BundleError::Escapes(_))));
-    let link = zip(&[("SKILL.md", 0o644, md), ("link", 0o120777, b"/etc/passwd")]);
+    let link = {
+        let mut z = zip::ZipWriter::new(Cursor::new(Vec::new()));
+        z.start_file("SKILL.md", SimpleFileOptions::default()).unwrap();
+        z.write_all(md).unwrap();
+        z.add_symlink("link", "/etc/passwd", SimpleFileOptions::default()).unwrap();
+        z.finish().unwrap().into_inner()
+    };
     assert!(matches!(Bundle::from_zip(&link), Err(BundleError::Symlink(p)) if p == "link"));
     let zeros = vec![0u8; MAX_UNPACKED_BYTES as usize + 1];
     let bomb = {
