@@ -149,7 +149,7 @@ fn environment_param<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Environme
              use an openai_hosted environment"
         )));
     }
-    EnvironmentParam::deserialize(value).map_err(D::Error::custom)
+    crate::tagged::variant::<EnvironmentParam, D>(value)
 }
 
 /// Agent fields a session update may change for future turns.
