@@ -180,6 +180,17 @@ def test_an_environment_with_a_referenced_and_an_inline_skill(client, model):
     assert added <= own + 40 * 2, f"the catalog adds {added} bytes for {own} bytes of names, descriptions and paths"
     files = {f.path for f in client.beta.agents.environments.files.list(env.id, path=SKILLS)}
     assert f"{SKILLS}/ref-greeter/SKILL.md" in files and f"{SKILLS}/inline-greeter/reference/notes.txt" in files
+    with pytest.raises(openai.BadRequestError) as e:
+        client.beta.agents.environments.files.create(env.id, type="inline", path=f"{SKILLS}/ref-greeter/SKILL.md", data="eA==")
+    assert error_of(e.value)["param"] == "path", "the skills are read-only"
+
+
+def test_files_cannot_be_placed_among_the_skills(org_client):
+    with pytest.raises(openai.BadRequestError) as e:
+        org_client.beta.agents.environments.create(
+            environment=hosted(files=[{"type": "inline", "path": f"{SKILLS}/x/SKILL.md", "data": "eA=="}])
+        )
+    assert error_of(e.value)["param"] == "environment.files[0].path"
 
 
 def test_a_new_version_does_not_change_an_environment_created_before_it(client, model):

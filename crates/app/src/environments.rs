@@ -31,6 +31,17 @@ pub fn check_path(param: &str, path: &str) -> Result<String> {
     Ok(full)
 }
 
+/// Checks a path a file is written to: [`check_path`], and not among the
+/// skills (`/workspace/.agents/skills`, read-only in the sandbox).
+pub fn check_file_path(param: &str, path: &str) -> Result<String> {
+    let full = check_path(param, path)?;
+    let skills = protocol::skill::SKILLS_DIR;
+    if full == skills || full.starts_with(&format!("{skills}/")) {
+        return Err(Error::invalid(param, format!("'{path}' is read-only: {skills} holds the environment's skills")));
+    }
+    Ok(full)
+}
+
 fn decode(param: &str, data: &str) -> Result<Vec<u8>> {
     if data.len() > MAX_FILE_BYTES / 3 * 4 + 4 {
         return Err(Error::TooLarge(format!("{param}: files are limited to {MAX_FILE_BYTES} bytes")));
@@ -105,11 +116,11 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
     for (i, f) in c.files.iter().flatten().enumerate() {
         match f {
             FileParam::FileId { path, file_id } => {
-                let full = check_path(&p(&format!("files[{i}].path")), path)?;
+                let full = check_file_path(&p(&format!("files[{i}].path")), path)?;
                 files.push(new_file(full, 0, Some(file_id.clone())));
             }
             FileParam::Inline { path, data } => {
-                let full = check_path(&p(&format!("files[{i}].path")), path)?;
+                let full = check_file_path(&p(&format!("files[{i}].path")), path)?;
                 let bytes = decode(&p(&format!("files[{i}].data")), data)?;
                 total += bytes.len();
                 if total > MAX_FILE_BYTES {
@@ -259,9 +270,9 @@ impl Service<'_> {
     /// Writes one file into the environment's sandbox.
     pub async fn write_file(&self, id: &str, req: FileCreate) -> Result<EnvironmentFile> {
         let (path, data, file_id) = match req {
-            FileCreate::Inline { path, data } => (check_path("path", &path)?, decode("data", &data)?, None),
+            FileCreate::Inline { path, data } => (check_file_path("path", &path)?, decode("data", &data)?, None),
             FileCreate::FileId { path, file_id } => {
-                let path = check_path("path", &path)?;
+                let path = check_file_path("path", &path)?;
                 let (_, data) = self.app.files(self.org).content(&file_id).await.map_err(|e| match e {
                     Error::NotFound(message) => Error::MissingReference { param: "file_id".into(), message },
                     other => other,
