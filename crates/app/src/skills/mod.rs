@@ -72,6 +72,9 @@ pub fn check_upload(uploads: Vec<Upload>) -> Result<Checked> {
     {
         return check_zip(param, &one.data);
     }
+    if uploads.iter().any(|u| u.filename.is_empty()) {
+        return Err(Error::invalid(param, "each file of a directory upload needs its path as its file name"));
+    }
     let files = uploads.into_iter().map(|u| (u.filename, u.data)).collect();
     check_bundle(param, Bundle::from_files(files).map_err(|e| Error::invalid(param, e.to_string()))?)
 }
