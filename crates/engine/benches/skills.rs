@@ -122,7 +122,7 @@ fn main() {
             }
             let out = dir.path().join(format!("unpack-{i}"));
             let began = Instant::now();
-            engine::skill_install::unpack(&zip, &out).unwrap();
+            engine::environment_contents::unpack(&zip, &out).unwrap();
             if i >= 2 {
                 unpack.push(began.elapsed());
             }

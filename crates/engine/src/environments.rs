@@ -4,8 +4,8 @@
 //! not cancel setup), paused after idling and resumed on use. While setup
 //! runs, its progress ([`SetupProgress`]) is on the record and can be watched.
 //! The first initialization places the environment's skills
-//! ([`crate::skill_install`]) before its files and setup commands, and reads
-//! its uploaded files (`file_id`) from its stored contents.
+//! ([`crate::environment_contents`]) before its files and setup commands, and
+//! reads its uploaded files (`file_id`) from its stored contents.
 
 use crate::record::now;
 use crate::setup_progress::{SetupProgress, Watch};
@@ -268,14 +268,14 @@ impl Environments {
         }
         if first
             && !record.skills.is_empty()
-            && let Err(e) = crate::skill_install::install(self.store.as_ref(), org_id, &record, &dir).await
+            && let Err(e) = crate::environment_contents::install(self.store.as_ref(), org_id, &record, &dir).await
         {
             return Err(self.fail(org_id, env_id, &e.step, e.message, None, progress).await);
         }
         let mut spec = SandboxSpec::new(env_id, &workspace);
         spec.home = Some(home);
         if !record.skills.is_empty() {
-            spec.read_only.push(crate::skill_install::bind(&dir));
+            spec.read_only.push(crate::environment_contents::bind(&dir));
         }
         let network = record.config.network.as_ref();
         spec.network = match network.map(|n| n.access) {
@@ -305,7 +305,9 @@ impl Environments {
         };
         if first {
             let mut setup_spec = setup_spec;
-            if let Err((step, message)) = self.uploaded_files(org_id, &record, &mut setup_spec).await {
+            if let Err((step, message)) =
+                crate::environment_contents::uploaded_files(self.store.as_ref(), org_id, &record, &mut setup_spec).await
+            {
                 let _ = sandbox.destroy().await;
                 return Err(self.fail(org_id, env_id, &step, message, None, progress).await);
             }
@@ -345,7 +347,8 @@ impl Environments {
 
     fn setup_spec(&self, record: &EnvironmentRecord) -> SetupSpec {
         let c = &record.config;
-        // One per entry: an uploaded file's data is read by `uploaded_files`, when setup runs.
+        // One per entry: an uploaded file's data is read when setup runs
+        // (`environment_contents::uploaded_files`).
         let files = c.files.iter().flatten().map(|f| match f {
             FileParam::Inline { path, data } => SetupFile { path: path.clone(), data: data.clone() },
             FileParam::FileId { path, .. } => SetupFile { path: path.clone(), data: String::new() },
@@ -363,31 +366,6 @@ impl Environments {
             command_timeout: self.config.setup_timeout,
             network: c.network.as_ref().is_some_and(|n| n.access != NetworkAccess::Disabled),
         }
-    }
-
-    /// Fills in the data of the `file_id` entries of `spec.files` (one per
-    /// entry of the configuration's `files`) from the environment's contents.
-    async fn uploaded_files(
-        &self,
-        org_id: &str,
-        record: &EnvironmentRecord,
-        spec: &mut SetupSpec,
-    ) -> Result<(), (String, String)> {
-        use base64::Engine as _;
-        for (i, f) in record.config.files.iter().flatten().enumerate() {
-            let FileParam::FileId { file_id, .. } = f else { continue };
-            let step = format!("files[{i}]");
-            let key = protocol::skill::file_content_key(i);
-            let data = match self.store.environment_content(org_id, &record.id, &key).await {
-                Ok(Some(data)) => data,
-                Ok(None) => return Err((step, format!("the bytes of file '{file_id}' are missing"))),
-                Err(e) => return Err((step, format!("cannot read file '{file_id}': {e}"))),
-            };
-            if let Some(file) = spec.files.get_mut(i) {
-                file.data = base64::engine::general_purpose::STANDARD.encode(data);
-            }
-        }
-        Ok(())
     }
 
     /// Records a final initialization failure (with where setup was and its

@@ -16,11 +16,12 @@
 //!   [`mcp_launch`]).
 //! - [`environments`]: one sandbox per environment, initialized once;
 //!   [`setup_progress`] keeps its setup's step and log while it runs;
-//!   [`skill_install`] places its skills first, and [`skill_catalog`] lists
-//!   them (and those of its capability directories) in each turn's
-//!   instructions.
+//!   [`environment_contents`] places its skills (first) and uploaded
+//!   files, and [`skill_catalog`] lists the skills (and those of its
+//!   capability directories) in each turn's instructions.
 
 pub mod bus;
+pub mod environment_contents;
 pub mod environments;
 pub mod error;
 mod histories;
@@ -36,7 +37,6 @@ mod runtime;
 pub mod sandbox_tools;
 pub mod setup_progress;
 pub mod skill_catalog;
-pub mod skill_install;
 pub mod tools;
 pub mod turn;
 

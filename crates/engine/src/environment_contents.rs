@@ -1,12 +1,13 @@
-//! Placing an environment's skills at its first initialization, before its
-//! files and setup commands: each skill's zip (the environment's own copy,
+//! Placing what an environment was created with, at its first
+//! initialization: its skills before its files and setup commands, and the
+//! bytes of its uploaded (`file_id`) files for setup to write. Each skill's zip (the environment's own copy,
 //! stored when it was created) is unpacked on the host into
 //! `<data-dir>/environments/<id>/skills/<name>/`, which the sandbox sees
 //! read-only at `/workspace/.agents/skills/<name>/` (a read-only bind, see
 //! [`sandbox::SandboxSpec::read_only`]); files are mode 0444, scripts 0555.
 //! The zips were checked on upload; unpacking checks the bounds again.
 
-use protocol::environment::EnvironmentRecord;
+use protocol::environment::{EnvironmentRecord, FileParam};
 use protocol::skill::{SKILLS_DIR, content_key};
 use std::io::{Cursor, Read};
 use std::os::unix::fs::PermissionsExt;
@@ -117,4 +118,29 @@ pub async fn install(
     unpacked
         .await
         .unwrap_or_else(|e| Err(InstallError { step: "skills".into(), message: format!("unpacking failed: {e}") }))
+}
+
+/// Fills in the data of the `file_id` entries of `spec.files` (one per entry
+/// of the configuration's `files`) from the environment's contents; on
+/// failure, the step (`files[i]`) and why.
+pub async fn uploaded_files(
+    store: &dyn Store,
+    org_id: &str,
+    record: &EnvironmentRecord,
+    spec: &mut sandbox::SetupSpec,
+) -> Result<(), (String, String)> {
+    use base64::Engine as _;
+    for (i, f) in record.config.files.iter().flatten().enumerate() {
+        let FileParam::FileId { file_id, .. } = f else { continue };
+        let step = format!("files[{i}]");
+        let data = match store.environment_content(org_id, &record.id, &protocol::skill::file_content_key(i)).await {
+            Ok(Some(data)) => data,
+            Ok(None) => return Err((step, format!("the bytes of file '{file_id}' are missing"))),
+            Err(e) => return Err((step, format!("cannot read file '{file_id}': {e}"))),
+        };
+        if let Some(file) = spec.files.get_mut(i) {
+            file.data = base64::engine::general_purpose::STANDARD.encode(data);
+        }
+    }
+    Ok(())
 }
