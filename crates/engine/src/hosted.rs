@@ -11,7 +11,8 @@ use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::skill_catalog::{self, Catalog};
 use crate::tools::{HostedTools, HostedToolsFactory};
-use protocol::session::SessionRecord;
+use protocol::session::{SessionEnvironment, SessionRecord};
+use protocol::skill::HostedSkill;
 use protocol::turn::TurnError;
 use std::sync::Arc;
 use store::Store;
@@ -21,6 +22,8 @@ impl ServerTools {
     /// The skills catalog of a turn on `env_id`: the environment's skills,
     /// and those its capability directories hold now (which waits for the
     /// sandbox, announced as the tools announce it). `None` without skills.
+    /// Both lists come from the session's view of its environment (fixed
+    /// when the environment was created), so a turn without them reads nothing.
     async fn catalog(
         &self,
         org_id: &str,
@@ -29,9 +32,13 @@ impl ServerTools {
         rec: &mut Recorder,
         cancel: &CancellationToken,
     ) -> Option<Catalog> {
-        let record = self.store.get_environment(org_id, env_id).await.ok()??;
-        let mut skills = skill_catalog::installed(&record);
-        let dirs = record.config.capability_directories.clone().unwrap_or_default();
+        let SessionEnvironment::OpenaiHosted { skills, capability_directories: dirs, .. } = &rec.session.environment
+        else {
+            return None;
+        };
+        let installed: Vec<HostedSkill> =
+            skills.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect();
+        let (mut skills, dirs) = (skill_catalog::installed(&installed), dirs.clone());
         if !dirs.is_empty() {
             let setup = sb.announce_waiting(rec).await;
             let wait = async {

@@ -2,7 +2,7 @@
 //! disclosure): for each skill only its name, description and the path of
 //! its `SKILL.md`, one line each — the model reads the rest with the sandbox
 //! tools when it decides to use one. The skills are the environment's own
-//! (from its record) and those found when the turn starts in its
+//! (as the session's view of its environment lists them) and those found when the turn starts in its
 //! `capability_directories` (`<dir>/*/SKILL.md`, so skills that setup or the
 //! agent wrote there count); a name seen first wins.
 //!
@@ -12,9 +12,7 @@
 use crate::record::Recorder;
 use crate::tools::{HostedOutput, HostedTools};
 use models::ToolSpec;
-use protocol::environment::EnvironmentRecord;
-use protocol::skill::front_matter;
-use protocol::skill::skill_md_path;
+use protocol::skill::{HostedSkill, front_matter, skill_md_path};
 use sandbox::{FileKind, Sandbox};
 use serde_json::Value;
 use std::collections::HashSet;
@@ -37,13 +35,13 @@ pub struct SkillEntry {
 }
 
 /// The environment's own skills.
-pub fn installed(record: &EnvironmentRecord) -> Vec<SkillEntry> {
-    let entry = |s: &protocol::skill::HostedSkill| SkillEntry {
+pub fn installed(skills: &[HostedSkill]) -> Vec<SkillEntry> {
+    let entry = |s: &HostedSkill| SkillEntry {
         name: s.name().to_string(),
         description: s.description().to_string(),
         path: skill_md_path(s.name()),
     };
-    record.skills.iter().map(entry).collect()
+    skills.iter().map(entry).collect()
 }
 
 /// The skills in `dirs` of the sandbox whose names are not in `taken` (which
