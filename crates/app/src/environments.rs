@@ -1,7 +1,8 @@
 //! Environments: one sandbox with files, processes and setup, shareable by
 //! many sessions. Checking a configuration, creating standalone ones,
 //! deleting them with everything they run, and their live files (a direct
-//! file operation initializes the sandbox if nothing has yet).
+//! file operation initializes the sandbox if nothing has yet). Skills and
+//! uploaded files are resolved at creation (`crate::environment_contents`).
 
 use crate::{App, Error, Result, now};
 use base64::Engine as _;
@@ -30,6 +31,17 @@ pub fn check_path(param: &str, path: &str) -> Result<String> {
     Ok(full)
 }
 
+/// Checks a path a file is written to: [`check_path`], and not among the
+/// skills (`/workspace/.agents/skills`, read-only in the sandbox).
+pub fn check_file_path(param: &str, path: &str) -> Result<String> {
+    let full = check_path(param, path)?;
+    let skills = protocol::skill::SKILLS_DIR;
+    if full == skills || full.starts_with(&format!("{skills}/")) {
+        return Err(Error::invalid(param, format!("'{path}' is read-only: {skills} holds the environment's skills")));
+    }
+    Ok(full)
+}
+
 fn decode(param: &str, data: &str) -> Result<Vec<u8>> {
     if data.len() > MAX_FILE_BYTES / 3 * 4 + 4 {
         return Err(Error::TooLarge(format!("{param}: files are limited to {MAX_FILE_BYTES} bytes")));
@@ -39,11 +51,14 @@ fn decode(param: &str, data: &str) -> Result<Vec<u8>> {
         .map_err(|e| Error::invalid(param, format!("data must be base64: {e}")))
 }
 
-fn new_file(path: String, size_bytes: u64) -> HostedFile {
-    HostedFile { id: format!("file_{}", uuid::Uuid::new_v4().simple()), path, size_bytes, kind: "inline".into() }
+fn new_file(path: String, size_bytes: u64, file_id: Option<String>) -> HostedFile {
+    let kind = if file_id.is_some() { "file_id" } else { "inline" };
+    HostedFile { id: format!("file_{}", uuid::Uuid::new_v4().simple()), path, size_bytes, kind: kind.into(), file_id }
 }
 
-/// Checks an environment configuration; returns its registered files.
+/// Checks an environment configuration; returns its registered files, one
+/// per entry of `files` (a `file_id` one with size 0: resolving it is
+/// [`Service::prepare`]'s).
 pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFile>> {
     let p = |f: &str| format!("{prefix}.{f}");
     if c.environment_id.is_some() {
@@ -65,9 +80,6 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
     }
     if c.plugins.as_ref().is_some_and(|v| !v.is_empty()) {
         return Err(Error::unsupported(p("plugins"), "plugins are not supported"));
-    }
-    if c.skills.as_ref().is_some_and(|v| !v.is_empty()) {
-        return Err(Error::unsupported(p("skills"), "skills are not supported"));
     }
     if let Some(n) = &c.network {
         let (allowed, blocked) =
@@ -103,14 +115,12 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
     let mut total = 0usize;
     for (i, f) in c.files.iter().flatten().enumerate() {
         match f {
-            FileParam::FileId { .. } => {
-                return Err(Error::unsupported(
-                    p(&format!("files[{i}].type")),
-                    "uploaded file ids are not supported; send inline data",
-                ));
+            FileParam::FileId { path, file_id } => {
+                let full = check_file_path(&p(&format!("files[{i}].path")), path)?;
+                files.push(new_file(full, 0, Some(file_id.clone())));
             }
             FileParam::Inline { path, data } => {
-                let full = check_path(&p(&format!("files[{i}].path")), path)?;
+                let full = check_file_path(&p(&format!("files[{i}].path")), path)?;
                 let bytes = decode(&p(&format!("files[{i}].data")), data)?;
                 total += bytes.len();
                 if total > MAX_FILE_BYTES {
@@ -118,7 +128,7 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
                         "{prefix}.files: inline files are limited to {MAX_FILE_BYTES} bytes in all"
                     )));
                 }
-                files.push(new_file(full, bytes.len() as u64));
+                files.push(new_file(full, bytes.len() as u64, None));
             }
         }
     }
@@ -140,6 +150,7 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         setup_log: None,
         setup: None,
         vault_ids: Vec::new(),
+        skills: Vec::new(),
     }
 }
 
@@ -209,14 +220,19 @@ impl Service<'_> {
 
     /// A standalone environment, `pending` until first used.
     pub async fn create(&self, req: EnvironmentCreate) -> Result<EnvironmentRecord> {
-        let files = check_config("environment", &req.environment.config)?;
-        self.check_bindings("environment", &req.environment.config).await?;
+        let mut config = req.environment.config;
+        let mut prepared = self.prepare("environment", &mut config).await?;
         let metadata = req.metadata.unwrap_or_default();
         protocol::validate::metadata("metadata", &metadata)?;
-        let mut record = new_record(req.environment.config, files, None);
+        let mut record = new_record(config, std::mem::take(&mut prepared.files), None);
+        record.skills = std::mem::take(&mut prepared.skills);
         record.metadata = metadata;
         record.vault_ids = req.vault_ids.unwrap_or_default();
-        self.app.store.put_environment(self.org, &record).await?;
+        self.store_contents(&record.id, prepared).await?;
+        if let Err(e) = self.app.store.put_environment(self.org, &record).await {
+            self.discard(&record.id).await;
+            return Err(e.into());
+        }
         Ok(record)
     }
 
@@ -242,6 +258,7 @@ impl Service<'_> {
         self.app.mcp.remove_sandbox(id).await;
         self.app.envs.destroy(id, true).await;
         self.app.store.delete_environment(self.org, id).await?;
+        self.app.store.delete_environment_contents(self.org, id).await?;
         Ok(())
     }
 
@@ -252,10 +269,15 @@ impl Service<'_> {
 
     /// Writes one file into the environment's sandbox.
     pub async fn write_file(&self, id: &str, req: FileCreate) -> Result<EnvironmentFile> {
-        let (path, data) = match req {
-            FileCreate::Inline { path, data } => (check_path("path", &path)?, decode("data", &data)?),
-            FileCreate::FileId { .. } => {
-                return Err(Error::unsupported("type", "uploaded file ids are not supported; send inline data"));
+        let (path, data, file_id) = match req {
+            FileCreate::Inline { path, data } => (check_file_path("path", &path)?, decode("data", &data)?, None),
+            FileCreate::FileId { path, file_id } => {
+                let path = check_file_path("path", &path)?;
+                let (_, data) = self.app.files(self.org).content(&file_id).await.map_err(|e| match e {
+                    Error::NotFound(message) => Error::MissingReference { param: "file_id".into(), message },
+                    other => other,
+                })?;
+                (path, data, Some(file_id))
             }
         };
         if data.len() > MAX_FILE_BYTES {
@@ -264,7 +286,7 @@ impl Service<'_> {
         let sandbox = self.sandbox(id).await?;
         let size = data.len() as u64;
         sandbox.write_file(&path, data).await.map_err(|e| sandbox_error("path", e))?;
-        let file = new_file(path.clone(), size);
+        let file = new_file(path.clone(), size, file_id);
         self.app
             .envs
             .update(self.org, id, |r| {

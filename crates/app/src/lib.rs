@@ -7,7 +7,10 @@
 //! - [`App`]: the services, one per resource, each for one organization
 //!   (`app.sessions(org).create(…)`): [`agents`], [`sessions`], [`turns`]
 //!   (inputs, turns and items), [`environments`] (and their files),
-//!   [`artifacts`], [`vaults`] (and their credentials).
+//!   [`artifacts`], [`vaults`] (and their credentials), [`skills`] (and
+//!   their versions), [`files`] (uploaded files).
+//! - [`environment_contents`]: an environment's skills and uploaded files,
+//!   resolved and copied when it is created.
 //! - [`error`]: [`Error`], what an operation answers when it cannot be done.
 //! - [`keys`]: organizations and `rbk_` keys (minting, hashing, lookup).
 //! - [`credentials`]: vault credentials at run time (MCP credential choice,
@@ -20,11 +23,14 @@
 pub mod agents;
 pub mod artifacts;
 pub mod credentials;
+pub mod environment_contents;
 pub mod environments;
 pub mod error;
+pub mod files;
 pub mod keys;
 pub mod mcp_secrets;
 pub mod sessions;
+pub mod skills;
 pub mod turns;
 pub mod vaults;
 
@@ -70,6 +76,14 @@ impl App {
 
     pub fn vaults<'a>(&'a self, org: &'a str) -> vaults::Service<'a> {
         vaults::Service { app: self, org }
+    }
+
+    pub fn skills<'a>(&'a self, org: &'a str) -> skills::Service<'a> {
+        skills::Service { app: self, org }
+    }
+
+    pub fn files<'a>(&'a self, org: &'a str) -> files::Service<'a> {
+        files::Service { app: self, org }
     }
 }
 

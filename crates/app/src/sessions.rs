@@ -3,7 +3,8 @@
 //! sealing its secrets, announcing `agent.session.created` and submitting its
 //! first input; reads see every write made before them.
 
-use crate::environments::{check_config, new_record as new_environment};
+use crate::environment_contents::Prepared;
+use crate::environments::new_record as new_environment;
 use crate::{App, Error, Result, mcp_secrets, now};
 use protocol::Metadata;
 use protocol::agent::{AgentConfig, Patch};
@@ -144,8 +145,9 @@ fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
 /// The environment a new session gets, checked before anything is written.
 enum Attach {
     None,
-    /// A private environment created with (and owned by) the session.
-    Inline(EnvironmentRecord),
+    /// A private environment created with (and owned by) the session, and
+    /// the skills and files to store with it.
+    Inline(EnvironmentRecord, Prepared),
     /// An existing environment, shared by reference.
     Reference(EnvironmentRecord),
 }
@@ -161,9 +163,11 @@ impl Service<'_> {
         match param {
             EnvironmentParam::None => Ok(Attach::None),
             EnvironmentParam::OpenaiHosted(config) => {
-                let files = check_config("environment", config)?;
-                self.app.environments(self.org).check_bindings("environment", config).await?;
-                Ok(Attach::Inline(new_environment((**config).clone(), files, None)))
+                let mut config = (**config).clone();
+                let mut prepared = self.app.environments(self.org).prepare("environment", &mut config).await?;
+                let mut env = new_environment(config, std::mem::take(&mut prepared.files), None);
+                env.skills = std::mem::take(&mut prepared.skills);
+                Ok(Attach::Inline(env, prepared))
             }
             EnvironmentParam::Reference(r) => {
                 let env = self.app.environments(self.org).get(&r.environment_id).await?;
@@ -223,9 +227,14 @@ impl Service<'_> {
         record.vault_ids = new.vault_ids;
         match attach {
             Attach::None => {}
-            Attach::Inline(mut env) => {
+            Attach::Inline(mut env, prepared) => {
                 env.owner_session = Some(record.id.to_string());
-                self.app.store.put_environment(self.org, &env).await?;
+                let environments = self.app.environments(self.org);
+                environments.store_contents(&env.id, prepared).await?;
+                if let Err(e) = self.app.store.put_environment(self.org, &env).await {
+                    environments.discard(&env.id).await;
+                    return Err(e.into());
+                }
                 record.environment = env.session_view();
                 record.environment_role = EnvironmentRole::Owner;
             }
@@ -245,7 +254,7 @@ impl Service<'_> {
             if record.environment_role == EnvironmentRole::Owner
                 && let Some(env_id) = record.environment.id()
             {
-                let _ = self.app.store.delete_environment(self.org, env_id).await;
+                self.app.environments(self.org).discard(env_id).await;
             }
             return Err(e.into());
         }

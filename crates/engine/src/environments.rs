@@ -3,6 +3,9 @@
 //! time (single-flight, in a task of its own so that a cancelled caller does
 //! not cancel setup), paused after idling and resumed on use. While setup
 //! runs, its progress ([`SetupProgress`]) is on the record and can be watched.
+//! The first initialization places the environment's skills
+//! ([`crate::environment_contents`]) before its files and setup commands, and
+//! reads its uploaded files (`file_id`) from its stored contents.
 
 use crate::record::now;
 use crate::setup_progress::{SetupProgress, Watch};
@@ -263,8 +266,17 @@ impl Environments {
             std::fs::create_dir_all(d)
                 .map_err(|e| EnvFailure::new("sandbox_error", format!("cannot create {}: {e}", d.display())))?;
         }
+        if first
+            && !record.skills.is_empty()
+            && let Err(e) = crate::environment_contents::install(self.store.as_ref(), org_id, &record, &dir).await
+        {
+            return Err(self.fail(org_id, env_id, &e.step, e.message, None, progress).await);
+        }
         let mut spec = SandboxSpec::new(env_id, &workspace);
         spec.home = Some(home);
+        if !record.skills.is_empty() {
+            spec.read_only.push(crate::environment_contents::bind(&dir));
+        }
         let network = record.config.network.as_ref();
         spec.network = match network.map(|n| n.access) {
             Some(NetworkAccess::Enabled) => NetworkPolicy::Enabled,
@@ -292,6 +304,13 @@ impl Environments {
             Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
         };
         if first {
+            let mut setup_spec = setup_spec;
+            if let Err((step, message)) =
+                crate::environment_contents::uploaded_files(self.store.as_ref(), org_id, &record, &mut setup_spec).await
+            {
+                let _ = sandbox.destroy().await;
+                return Err(self.fail(org_id, env_id, &step, message, None, progress).await);
+            }
             let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
             let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
             let began = Instant::now();
@@ -328,9 +347,11 @@ impl Environments {
 
     fn setup_spec(&self, record: &EnvironmentRecord) -> SetupSpec {
         let c = &record.config;
-        let files = c.files.iter().flatten().filter_map(|f| match f {
-            FileParam::Inline { path, data } => Some(SetupFile { path: path.clone(), data: data.clone() }),
-            FileParam::FileId { .. } => None,
+        // One per entry: an uploaded file's data is read when setup runs
+        // (`environment_contents::uploaded_files`).
+        let files = c.files.iter().flatten().map(|f| match f {
+            FileParam::Inline { path, data } => SetupFile { path: path.clone(), data: data.clone() },
+            FileParam::FileId { path, .. } => SetupFile { path: path.clone(), data: String::new() },
         });
         let commands = c.setup_commands.iter().flatten().map(|s| match &s.cwd {
             Some(cwd) => format!("cd '{}' && {}", cwd.replace('\'', r"'\''"), s.command),

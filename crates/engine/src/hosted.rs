@@ -1,20 +1,66 @@
 //! The hosted tools the server gives each turn: the sandbox built-ins when
 //! the session has an environment (whose initialization starts with the
-//! turn), the MCP helpers when it configures MCP servers (connected before
-//! the first model call), and the collection of outputs into artifacts after
-//! it.
+//! turn) and the catalog of its skills in the instructions, the MCP helpers
+//! when it configures MCP servers (connected before the first model call),
+//! and the collection of outputs into artifacts after it.
 
 use crate::environments::Environments;
 use crate::mcp_connect::{Connector, McpSetup};
 use crate::mcp_tools::McpTools;
 use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
+use crate::skill_catalog::{self, Catalog};
 use crate::tools::{HostedTools, HostedToolsFactory};
-use protocol::session::SessionRecord;
+use protocol::session::{SessionEnvironment, SessionRecord};
+use protocol::skill::HostedSkill;
 use protocol::turn::TurnError;
 use std::sync::Arc;
 use store::Store;
 use tokio_util::sync::CancellationToken;
+
+impl ServerTools {
+    /// The skills catalog of a turn on `env_id`: the environment's skills,
+    /// and those its capability directories hold now (which waits for the
+    /// sandbox, announced as the tools announce it). `None` without skills.
+    /// Both lists come from the session's view of its environment (fixed
+    /// when the environment was created), so a turn without them reads nothing.
+    async fn catalog(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        sb: &SandboxTools,
+        rec: &mut Recorder,
+        cancel: &CancellationToken,
+    ) -> Option<Catalog> {
+        let SessionEnvironment::OpenaiHosted { skills, capability_directories: dirs, .. } = &rec.session.environment
+        else {
+            return None;
+        };
+        let installed: Vec<HostedSkill> =
+            skills.iter().filter_map(|s| serde_json::from_value(s.clone()).ok()).collect();
+        let (mut skills, dirs) = (skill_catalog::installed(&installed), dirs.clone());
+        if !dirs.is_empty() {
+            let setup = sb.announce_waiting(rec).await;
+            let wait = async {
+                tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => None,
+                    ready = self.envs.sandbox(org_id, env_id) => Some(ready),
+                }
+            };
+            let ready = sb.forward_setup(rec, setup, wait).await;
+            if let Some(ready) = ready {
+                let failed = ready.as_ref().err().map(|e| TurnError::new(e.code.clone(), e.message.clone()));
+                sb.announce_outcome(rec, failed.as_ref()).await;
+                if let Ok(sandbox) = ready {
+                    let mut taken = skills.iter().map(|s| s.name.clone()).collect();
+                    skills.extend(skill_catalog::scan(sandbox.as_ref(), &dirs, &mut taken).await);
+                }
+            }
+        }
+        (!skills.is_empty()).then(|| Catalog { text: skill_catalog::render(&skills) })
+    }
+}
 
 /// The server's tool factory.
 pub struct ServerTools {
@@ -51,7 +97,11 @@ impl HostedToolsFactory for ServerTools {
                 waited: Default::default(),
             });
             sandbox_tools = Some(Arc::clone(&sb));
-            tools.push(sb);
+            tools.push(Arc::clone(&sb) as Arc<dyn HostedTools>);
+            let env_id = env_id.to_string();
+            if let Some(catalog) = self.catalog(org_id, &env_id, &sb, rec, cancel).await {
+                tools.push(Arc::new(catalog));
+            }
         }
         let connector = self.mcp.as_ref().and_then(|setup| {
             Connector::new(setup.clone(), Arc::clone(&self.envs), Arc::clone(&self.store), org_id, &rec.session)

@@ -15,9 +15,13 @@
 //!   servers [`mcp_connect`] connects; stdio ones run in the sandbox through
 //!   [`mcp_launch`]).
 //! - [`environments`]: one sandbox per environment, initialized once;
-//!   [`setup_progress`] keeps its setup's step and log while it runs.
+//!   [`setup_progress`] keeps its setup's step and log while it runs;
+//!   [`environment_contents`] places its skills (first) and uploaded
+//!   files, and [`skill_catalog`] lists the skills (and those of its
+//!   capability directories) in each turn's instructions.
 
 pub mod bus;
+pub mod environment_contents;
 pub mod environments;
 pub mod error;
 mod histories;
@@ -32,6 +36,7 @@ pub mod record;
 mod runtime;
 pub mod sandbox_tools;
 pub mod setup_progress;
+pub mod skill_catalog;
 pub mod tools;
 pub mod turn;
 

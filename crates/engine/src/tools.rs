@@ -32,6 +32,11 @@ pub trait HostedTools: Send + Sync {
     fn specs(&self) -> Vec<ToolSpec>;
     /// Whether `name` is one of these tools.
     fn handles(&self, name: &str) -> bool;
+    /// Text added after the agent's instructions in every model request of
+    /// the turn (the skills catalog).
+    fn instructions(&self) -> Option<String> {
+        None
+    }
     /// What the caller should hear about these tools as the turn starts
     /// (an optional MCP server left out, and why): (code, message) pairs.
     fn warnings(&self) -> Vec<(String, String)> {
@@ -109,6 +114,12 @@ impl ToolSet {
             specs.extend(h.specs());
         }
         specs
+    }
+
+    /// What the hosted tools add to the agent's instructions, joined.
+    pub fn instructions(&self) -> Option<String> {
+        let parts: Vec<String> = self.hosted.iter().filter_map(|h| h.instructions()).collect();
+        (!parts.is_empty()).then(|| parts.concat())
     }
 
     /// Whether a hosted tool wants calls' arguments as they stream.

@@ -57,7 +57,11 @@ impl TurnRun {
     fn request(&mut self) -> ModelRequest {
         let c = &self.rec.session.agent.config;
         let mut req = self.model.request();
-        req.instructions = c.instructions.clone();
+        req.instructions = match (c.instructions.clone(), self.tools.instructions()) {
+            (Some(own), Some(added)) => Some(own + &added),
+            (None, Some(added)) => Some(added.trim_start().to_string()),
+            (own, None) => own,
+        };
         req.messages = std::mem::take(&mut self.messages);
         req.tools = self.tools.specs();
         req.tool_call_deltas = self.tools.wants_streaming();

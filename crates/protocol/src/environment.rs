@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 pub enum FileParam {
     /// Base64 `data` written at `path`.
     Inline { path: String, data: String },
-    /// An uploaded file (not offered by this server).
+    /// A file of the Files API, copied when the environment is created.
     FileId { path: String, file_id: String },
 }
 
@@ -92,8 +92,10 @@ pub struct EnvironmentConfig {
     pub environment_id: Option<String>,
     #[serde(default)]
     pub plugins: Option<Vec<serde_json::Value>>,
+    /// Resolved into [`EnvironmentRecord::skills`] when the environment is
+    /// created (and then not kept here: their zips are stored apart).
     #[serde(default)]
-    pub skills: Option<Vec<serde_json::Value>>,
+    pub skills: Option<Vec<crate::skill::SkillParam>>,
     /// Rebyte extension: environment credentials from vaults.
     #[serde(default)]
     pub vault_credentials: Option<Vec<VaultCredentialBinding>>,
@@ -225,6 +227,9 @@ pub struct HostedFile {
     pub size_bytes: u64,
     #[serde(rename = "type")]
     pub kind: String,
+    /// The Files API file it was copied from (`type: file_id`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_id: Option<String>,
 }
 
 /// An environment as the server keeps it.
@@ -241,6 +246,9 @@ pub struct EnvironmentRecord {
     pub metadata: Metadata,
     pub config: EnvironmentConfig,
     pub files: Vec<HostedFile>,
+    /// The skills unpacked at initialization, resolved at creation.
+    #[serde(default)]
+    pub skills: Vec<crate::skill::HostedSkill>,
     /// What initialization printed (so far, while it runs).
     pub setup_log: Option<String>,
     /// Where setup is; None until it starts.
@@ -260,7 +268,7 @@ pub struct Environment {
     pub created_at: i64,
     pub files: Vec<HostedFile>,
     pub plugins: Vec<serde_json::Value>,
-    pub skills: Vec<serde_json::Value>,
+    pub skills: Vec<crate::skill::HostedSkill>,
     pub capability_directories: Vec<String>,
     /// `small`, `medium` or `large` (1, 2 or 4 CPUs and 2, 4 or 8 GiB); absent: the server's limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -340,7 +348,7 @@ impl EnvironmentRecord {
             created_at: self.created_at,
             files: self.files.clone(),
             plugins: Vec::new(),
-            skills: Vec::new(),
+            skills: self.skills.clone(),
             capability_directories: self.config.capability_directories.clone().unwrap_or_default(),
             container_size: self.config.container_size.clone(),
             network: self.network(),
@@ -362,7 +370,7 @@ impl EnvironmentRecord {
             network: self.network(),
             packages: self.packages(),
             plugins: Vec::new(),
-            skills: Vec::new(),
+            skills: self.skills.iter().filter_map(|s| serde_json::to_value(s).ok()).collect(),
         }
     }
 }

@@ -17,15 +17,24 @@ pub enum Kind {
     Agent,
     Organization,
     ApiKey,
+    /// `skill_…` (the Skills API).
+    Skill,
+    /// `skillver_…`: one version of a skill.
+    SkillVersion,
+    /// `file-…` (the Files API; the client's examples use a hyphen).
+    File,
 }
 
 impl Kind {
-    /// The prefix, including its trailing underscore.
+    /// The prefix, including its separator (`_`, or `-` for files).
     pub fn prefix(self) -> &'static str {
         match self {
             Kind::Agent => "agent_",
             Kind::Organization => "org_",
             Kind::ApiKey => "key_",
+            Kind::Skill => "skill_",
+            Kind::SkillVersion => "skillver_",
+            Kind::File => "file-",
         }
     }
 
@@ -138,5 +147,8 @@ mod tests {
         assert!(Kind::Agent.matches(&agent));
         assert!(!Kind::ApiKey.matches(&agent));
         assert!(!Kind::Agent.matches("agent_../../etc"));
+        let (skill, file) = (Kind::Skill.mint(), Kind::File.mint());
+        assert!(skill.starts_with("skill_") && Kind::Skill.matches(&skill) && !Kind::SkillVersion.matches(&skill));
+        assert!(file.starts_with("file-") && Kind::File.matches(&file));
     }
 }

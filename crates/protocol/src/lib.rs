@@ -14,6 +14,8 @@
 //! - [`admin`]: organizations and API keys.
 //! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
 //! - [`vault`]: vaults and credentials (secrets only ever in requests).
+//! - [`skill`]: skills and their versions, the skills of environments, and
+//!   the `SKILL.md` front matter parser; [`file`]: uploaded files.
 //!
 //! Nothing here performs I/O: this crate is serde and plain data.
 
@@ -23,11 +25,13 @@ pub mod conversation;
 pub mod environment;
 pub mod error;
 pub mod event;
+pub mod file;
 pub mod ids;
 pub mod item;
 pub mod list;
 pub mod response;
 pub mod session;
+pub mod skill;
 mod tagged;
 pub mod tool;
 pub mod turn;

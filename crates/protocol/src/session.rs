@@ -112,6 +112,7 @@ pub enum Review {
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionCreate {
+    #[serde(deserialize_with = "environment_param")]
     pub environment: EnvironmentParam,
     #[serde(default)]
     pub agent: Option<SessionAgentParam>,
@@ -132,6 +133,23 @@ pub struct SessionCreate {
     pub stream_options: Option<Map<String, Value>>,
     #[serde(default)]
     pub vault_ids: Option<Vec<String>>,
+}
+
+/// A session's `environment`: `{"type": "none"}` carries nothing else (skills,
+/// files and setup need an `openai_hosted` environment), which serde's tagged
+/// enum alone would silently drop.
+fn environment_param<'de, D: serde::Deserializer<'de>>(d: D) -> Result<EnvironmentParam, D::Error> {
+    use serde::de::Error;
+    let value = Value::deserialize(d)?;
+    if value.get("type").and_then(Value::as_str) == Some("none")
+        && let Some(key) = value.as_object().and_then(|o| o.keys().find(|k| k.as_str() != "type"))
+    {
+        return Err(D::Error::custom(format_args!(
+            "at `{key}`: a session without an environment (type none) cannot have {key}; \
+             use an openai_hosted environment"
+        )));
+    }
+    crate::tagged::variant::<EnvironmentParam, D>(value)
 }
 
 /// Agent fields a session update may change for future turns.

@@ -192,6 +192,10 @@ pub struct SandboxSpec {
     /// The base environment of every command (the environment's `env`).
     pub env: BTreeMap<String, String>,
     pub limits: Limits,
+    /// Host directories bound read-only at paths inside `/workspace`
+    /// (`(host directory, sandbox path)`: an environment's skills at
+    /// `/workspace/.agents/skills`); nothing in the sandbox can change them.
+    pub read_only: Vec<(PathBuf, String)>,
 }
 
 impl SandboxSpec {
@@ -205,6 +209,7 @@ impl SandboxSpec {
             writable_system: None,
             env: BTreeMap::new(),
             limits: Limits::default(),
+            read_only: Vec::new(),
         }
     }
 }

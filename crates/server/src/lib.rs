@@ -5,7 +5,8 @@
 //!   on a listener until a shutdown future resolves. Tests bind `127.0.0.1:0`.
 //! - [`routes`]: one module per resource, functions named by verb.
 //! - [`auth`]: the `Auth` extractor (key → organization and scopes).
-//! - [`extract`]: JSON bodies and queries whose errors name the field.
+//! - [`extract`]: JSON bodies and queries whose errors name the field;
+//!   [`multipart`]: upload bodies (skills, files).
 //! - [`error`]: `ApiError`, the one error type that becomes a response.
 //! - [`bootstrap`]: the first-start organization and key; `master_key`: the
 //!   master key checked at start.
@@ -19,6 +20,7 @@ pub mod error;
 pub mod extract;
 mod master_key;
 pub mod metrics;
+pub mod multipart;
 pub mod openapi;
 pub mod routes;
 pub mod sse;

@@ -258,6 +258,83 @@ pub trait Store: Send + Sync + 'static {
     async fn master_key_check(&self) -> Result<Option<Vec<u8>>>;
     /// Stores `sealed` as the key check value unless one exists; returns the one kept.
     async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>>;
+
+    // ---- Skills (sql/skills.rs): each version's zip is stored with it. A
+    // skill write names the `rev` it read (`skill.rev - 1`) and is refused
+    // (false) when another write came first. ----
+
+    /// Inserts a skill with its first version, in one transaction.
+    async fn create_skill(
+        &self,
+        org_id: &str,
+        skill: &protocol::skill::SkillRecord,
+        version: &protocol::skill::SkillVersionRecord,
+        content: &[u8],
+    ) -> Result<()>;
+    async fn get_skill(&self, org_id: &str, id: &str) -> Result<Option<protocol::skill::SkillRecord>>;
+    /// Replaces a skill's document if it is still at `skill.rev - 1`.
+    async fn update_skill(&self, org_id: &str, skill: &protocol::skill::SkillRecord) -> Result<bool>;
+    async fn list_skills(&self, org_id: &str, page: &PageRequest) -> Result<Page<protocol::skill::SkillRecord>>;
+    /// Deletes a skill with every version.
+    async fn delete_skill(&self, org_id: &str, id: &str) -> Result<bool>;
+    /// Writes `skill` (at `skill.rev - 1` still) and inserts `version`, in one transaction.
+    async fn add_skill_version(
+        &self,
+        org_id: &str,
+        skill: &protocol::skill::SkillRecord,
+        version: &protocol::skill::SkillVersionRecord,
+        content: &[u8],
+    ) -> Result<bool>;
+    async fn get_skill_version(
+        &self,
+        org_id: &str,
+        skill_id: &str,
+        version: i64,
+    ) -> Result<Option<protocol::skill::SkillVersionRecord>>;
+    /// A version's zip.
+    async fn skill_version_content(&self, org_id: &str, skill_id: &str, version: i64) -> Result<Option<Vec<u8>>>;
+    async fn list_skill_versions(
+        &self,
+        org_id: &str,
+        skill_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<protocol::skill::SkillVersionRecord>>;
+    /// Writes `skill` (at `skill.rev - 1` still) and deletes its `version`, in one transaction.
+    async fn delete_skill_version(
+        &self,
+        org_id: &str,
+        skill: &protocol::skill::SkillRecord,
+        version: i64,
+    ) -> Result<bool>;
+
+    // ---- Uploaded files, and environments' copies of what they were
+    // created with (sql/files.rs). ----
+
+    async fn create_file(&self, org_id: &str, file: &protocol::file::FileObject, content: &[u8]) -> Result<()>;
+    async fn get_file(&self, org_id: &str, id: &str) -> Result<Option<protocol::file::FileObject>>;
+    async fn file_content(&self, org_id: &str, id: &str) -> Result<Option<Vec<u8>>>;
+    async fn list_files(
+        &self,
+        org_id: &str,
+        purpose: Option<&str>,
+        page: &PageRequest,
+    ) -> Result<Page<protocol::file::FileObject>>;
+    async fn delete_file(&self, org_id: &str, id: &str) -> Result<bool>;
+    /// Stores bytes an environment was created with under `key`.
+    async fn put_environment_content(&self, org_id: &str, env_id: &str, key: &str, content: &[u8]) -> Result<()>;
+    /// Copies a skill version's zip into the environment's contents; false when there is no such version.
+    async fn copy_skill_version_to_environment(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        key: &str,
+        skill_id: &str,
+        version: i64,
+    ) -> Result<bool>;
+    /// Copies a file's bytes into the environment's contents; false when there is no such file.
+    async fn copy_file_to_environment(&self, org_id: &str, env_id: &str, key: &str, file_id: &str) -> Result<bool>;
+    async fn environment_content(&self, org_id: &str, env_id: &str, key: &str) -> Result<Option<Vec<u8>>>;
+    async fn delete_environment_contents(&self, org_id: &str, env_id: &str) -> Result<()>;
 }
 
 /// Opens the store a database URL names: `sqlite://PATH` or

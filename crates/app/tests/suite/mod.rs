@@ -1,4 +1,5 @@
 //! The suites, by service.
 
 mod sessions;
+mod skills;
 mod support;

@@ -35,6 +35,13 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
     if let Some(home) = &spec.home {
         binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false });
     }
+    // After the workspace, which holds their mount points.
+    for (source, target) in &spec.read_only {
+        if !target.starts_with(&format!("{WORKSPACE}/")) || target.split('/').any(|c| c == "..") {
+            return Err(Error::Create(format!("a read-only bind must be inside {WORKSPACE}: {target}")));
+        }
+        binds.push(BindSpec { source: path_str(source)?, target: target.clone(), writable: false, device: false });
+    }
     let mut overlays = Vec::new();
     if let Some(dir) = &spec.writable_system {
         let (var, layers) = super::system::layout(dir, &config.toolchain)?;
@@ -235,6 +242,21 @@ mod tests {
         assert!(init.rlimits.contains(&(Rlimit::Nproc, 1024)));
         assert!(!init.rlimits.iter().any(|(r, _)| *r == Rlimit::Data));
         assert_eq!(init.env["HOME"], "/root");
+    }
+
+    #[test]
+    fn read_only_binds_come_after_the_workspace_and_stay_inside_it() {
+        let config = LocalConfig::with_agent("/bin/true", vec![]);
+        let mut spec = SandboxSpec::new("t3", "/srv/env/t3/workspace");
+        spec.read_only = vec![("/srv/env/t3/skills".into(), "/workspace/.agents/skills".into())];
+        let init = init_config(&config, &spec, Enforced { memory: true, pids: false, cpu: false }).unwrap();
+        let at = init.binds.iter().position(|b| b.target == "/workspace/.agents/skills").unwrap();
+        assert!(at > 0 && !init.binds[at].writable);
+        assert_eq!(init.binds[at].source, "/srv/env/t3/skills");
+        for outside in ["/etc/skills", "/workspace/../etc"] {
+            spec.read_only = vec![("/srv/env/t3/skills".into(), outside.into())];
+            assert!(init_config(&config, &spec, Enforced { memory: true, pids: false, cpu: false }).is_err());
+        }
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod environments;
 mod op;
 mod responses;
 mod sessions;
+mod skills;
 mod views;
 
 /// The document being built: the operations by path, the tags in order,
@@ -49,6 +50,7 @@ fn build() -> Value {
     sessions::add(&mut doc);
     environments::add(&mut doc);
     responses::add(&mut doc);
+    skills::add(&mut doc);
     admin::add(&mut doc);
     let responses: Map<String, Value> = ERRORS
         .iter()

@@ -40,7 +40,7 @@ pub(super) struct Op {
     id: &'static str,
     summary: &'static str,
     description: Option<&'static str>,
-    request: Option<(SchemaFn, bool)>,
+    request: Option<(SchemaFn, bool, &'static str)>,
     status: u16,
     content: Vec<(&'static str, SchemaFn)>,
     params: Vec<Value>,
@@ -95,7 +95,14 @@ impl Op {
 
     /// A JSON request body (an empty body reads as `{}`).
     pub(super) fn body(mut self, schema: SchemaFn) -> Self {
-        self.request = Some((schema, true));
+        self.request = Some((schema, true, "application/json"));
+        self.errors.extend([400, 413]);
+        self
+    }
+
+    /// A `multipart/form-data` request body (an upload).
+    pub(super) fn multipart(mut self, schema: SchemaFn) -> Self {
+        self.request = Some((schema, true, "multipart/form-data"));
         self.errors.extend([400, 413]);
         self
     }
@@ -103,7 +110,7 @@ impl Op {
     /// A JSON request body that may be left out.
     pub(super) fn optional_body(self, schema: SchemaFn) -> Self {
         let mut op = self.body(schema);
-        op.request = op.request.map(|(s, _)| (s, false));
+        op.request = op.request.map(|(s, _, ct)| (s, false, ct));
         op
     }
 
@@ -196,8 +203,8 @@ impl Op {
         if let Some(description) = self.description {
             op["description"] = json!(description);
         }
-        if let Some((schema, required)) = self.request {
-            op["requestBody"] = json!({"required": required, "content": {"application/json": {"schema": schema(g)}}});
+        if let Some((schema, required, content_type)) = self.request {
+            op["requestBody"] = json!({"required": required, "content": {content_type: {"schema": schema(g)}}});
         }
         if !self.params.is_empty() {
             op["parameters"] = Value::Array(self.params);

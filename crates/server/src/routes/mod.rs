@@ -8,9 +8,11 @@ pub mod conversations;
 pub mod environments;
 pub mod events;
 mod fallback;
+pub mod files;
 pub mod ops;
 pub mod responses;
 pub mod sessions;
+pub mod skills;
 pub mod table;
 pub mod turns;
 pub mod vaults;
@@ -33,4 +35,11 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(|_| ApiError::internal("a handler panicked").into_response()))
         .with_state(state)
+}
+
+/// A file name safe in a `Content-Disposition` header (printable ASCII, no quotes).
+pub(crate) fn attachment_name(name: &str) -> String {
+    let safe: String =
+        name.chars().filter(|c| (c.is_ascii_graphic() || *c == ' ') && *c != '"' && *c != '\\').collect();
+    if safe.trim().is_empty() { "download".to_string() } else { safe }
 }

@@ -4,9 +4,11 @@
 //! router really serves.
 
 use super::{
-    admin, agents, artifacts, conversations, environments, events, fallback, ops, responses, sessions, turns, vaults,
+    admin, agents, artifacts, conversations, environments, events, fallback, files, ops, responses, sessions, skills,
+    turns, vaults,
 };
 use crate::state::AppState;
+use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
 use axum::http::Method;
 use axum::middleware;
@@ -42,6 +44,12 @@ impl Route {
         self.on(Method::DELETE, MethodFilter::DELETE, handler)
     }
 
+    /// Bodies of up to `bytes` (uploads), instead of the server's limit.
+    fn body_limit(mut self, bytes: usize) -> Self {
+        self.handlers = self.handlers.layer(DefaultBodyLimit::max(bytes));
+        self
+    }
+
     /// A last segment that is no agent id (`/v1/agents/automations`) is answered
     /// as a route this server lacks, not as a missing agent.
     fn agent_ids_only(mut self) -> Self {
@@ -49,6 +57,10 @@ impl Route {
         self
     }
 }
+
+/// The body limit of skill and file uploads: the larger of their limits, and
+/// room for the multipart framing (each limit itself is checked, 413, by the app).
+const UPLOAD_LIMIT: usize = app::skills::archive::MAX_UPLOAD_BYTES + (1 << 20);
 
 /// Every route, with its full path.
 pub fn table() -> Vec<Route> {
@@ -79,6 +91,20 @@ pub fn table() -> Vec<Route> {
         Route::at("/v1/agents/environments/{environment_id}/files")
             .post(environments::create_file)
             .get(environments::list_files),
+        Route::at("/v1/skills").post(skills::create).get(skills::list).body_limit(UPLOAD_LIMIT),
+        Route::at("/v1/skills/{skill_id}").get(skills::retrieve).post(skills::update).delete(skills::delete),
+        Route::at("/v1/skills/{skill_id}/content").get(skills::content),
+        Route::at("/v1/skills/{skill_id}/versions")
+            .post(skills::create_version)
+            .get(skills::list_versions)
+            .body_limit(UPLOAD_LIMIT),
+        Route::at("/v1/skills/{skill_id}/versions/{version}")
+            .get(skills::retrieve_version)
+            .delete(skills::delete_version),
+        Route::at("/v1/skills/{skill_id}/versions/{version}/content").get(skills::version_content),
+        Route::at("/v1/files").post(files::create).get(files::list).body_limit(UPLOAD_LIMIT),
+        Route::at("/v1/files/{file_id}").get(files::retrieve).delete(files::delete),
+        Route::at("/v1/files/{file_id}/content").get(files::content),
         Route::at("/v1/vaults").post(vaults::create).get(vaults::list),
         Route::at("/v1/vaults/{vault_id}").get(vaults::retrieve).post(vaults::update).delete(vaults::delete),
         Route::at("/v1/vaults/{vault_id}/credentials").post(vaults::create_credential).get(vaults::list_credentials),

@@ -16,6 +16,7 @@ mod ops;
 mod outage;
 mod responses;
 mod sessions;
+mod skills;
 mod turn_failures;
 mod turns;
 mod vaults;

@@ -11,7 +11,9 @@
 //! - `orgs.rs` (organizations, keys, agents), `sessions.rs`, `turns.rs`
 //!   (turns, items, events, idempotency keys), `vaults.rs` (vaults,
 //!   credentials, the master key check), `envs.rs` (environments, artifacts),
-//!   `paging.rs` (cursor pagination).
+//!   `skills.rs` (skills and their versions), `files.rs` (uploaded files,
+//!   environments' copies of their skills and files), `paging.rs` (cursor
+//!   pagination).
 
 // `SqlStore` is public only as `SqliteStore` and `PgStore`; its backends are
 // this crate's own, so the traits its impls are bounded by stay private.
@@ -19,9 +21,11 @@
 
 mod doc;
 mod envs;
+mod files;
 mod orgs;
 mod paging;
 mod sessions;
+mod skills;
 mod store;
 mod turns;
 mod vaults;

@@ -8,9 +8,11 @@ use protocol::admin::Organization;
 use protocol::agent::AgentRecord;
 use protocol::environment::EnvironmentRecord;
 use protocol::event::Event;
+use protocol::file::FileObject;
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
+use protocol::skill::{SkillRecord, SkillVersionRecord};
 use protocol::turn::Turn;
 use protocol::vault::{Credential, CredentialRecord, Vault};
 use std::sync::Arc;
@@ -254,5 +256,114 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>> {
         self.init_master_key_check_impl(sealed).await
+    }
+
+    async fn create_skill(
+        &self,
+        org_id: &str,
+        skill: &SkillRecord,
+        version: &SkillVersionRecord,
+        content: &[u8],
+    ) -> Result<()> {
+        self.create_skill_impl(org_id, skill, version, content).await
+    }
+
+    async fn get_skill(&self, org_id: &str, id: &str) -> Result<Option<SkillRecord>> {
+        self.get_skill_impl(org_id, id).await
+    }
+
+    async fn update_skill(&self, org_id: &str, skill: &SkillRecord) -> Result<bool> {
+        self.update_skill_impl(org_id, skill).await
+    }
+
+    async fn list_skills(&self, org_id: &str, page: &PageRequest) -> Result<Page<SkillRecord>> {
+        self.list_skills_impl(org_id, page).await
+    }
+
+    async fn delete_skill(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_skill_impl(org_id, id).await
+    }
+
+    async fn add_skill_version(
+        &self,
+        org_id: &str,
+        skill: &SkillRecord,
+        version: &SkillVersionRecord,
+        content: &[u8],
+    ) -> Result<bool> {
+        self.add_skill_version_impl(org_id, skill, version, content).await
+    }
+
+    async fn get_skill_version(
+        &self,
+        org_id: &str,
+        skill_id: &str,
+        version: i64,
+    ) -> Result<Option<SkillVersionRecord>> {
+        self.get_skill_version_impl(org_id, skill_id, version).await
+    }
+
+    async fn skill_version_content(&self, org_id: &str, skill_id: &str, version: i64) -> Result<Option<Vec<u8>>> {
+        self.skill_version_content_impl(org_id, skill_id, version).await
+    }
+
+    async fn list_skill_versions(
+        &self,
+        org_id: &str,
+        skill_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<SkillVersionRecord>> {
+        self.list_skill_versions_impl(org_id, skill_id, page).await
+    }
+
+    async fn delete_skill_version(&self, org_id: &str, skill: &SkillRecord, version: i64) -> Result<bool> {
+        self.delete_skill_version_impl(org_id, skill, version).await
+    }
+
+    async fn create_file(&self, org_id: &str, file: &FileObject, content: &[u8]) -> Result<()> {
+        self.create_file_impl(org_id, file, content).await
+    }
+
+    async fn get_file(&self, org_id: &str, id: &str) -> Result<Option<FileObject>> {
+        self.get_file_impl(org_id, id).await
+    }
+
+    async fn file_content(&self, org_id: &str, id: &str) -> Result<Option<Vec<u8>>> {
+        self.file_content_impl(org_id, id).await
+    }
+
+    async fn list_files(&self, org_id: &str, purpose: Option<&str>, page: &PageRequest) -> Result<Page<FileObject>> {
+        self.list_files_impl(org_id, purpose, page).await
+    }
+
+    async fn delete_file(&self, org_id: &str, id: &str) -> Result<bool> {
+        self.delete_file_impl(org_id, id).await
+    }
+
+    async fn put_environment_content(&self, org_id: &str, env_id: &str, key: &str, content: &[u8]) -> Result<()> {
+        self.put_environment_content_impl(org_id, env_id, key, content).await
+    }
+
+    async fn copy_skill_version_to_environment(
+        &self,
+        org_id: &str,
+        env_id: &str,
+        key: &str,
+        skill_id: &str,
+        version: i64,
+    ) -> Result<bool> {
+        self.copy_skill_version_impl(org_id, env_id, key, skill_id, version).await
+    }
+
+    async fn copy_file_to_environment(&self, org_id: &str, env_id: &str, key: &str, file_id: &str) -> Result<bool> {
+        self.copy_file_impl(org_id, env_id, key, file_id).await
+    }
+
+    async fn environment_content(&self, org_id: &str, env_id: &str, key: &str) -> Result<Option<Vec<u8>>> {
+        self.environment_content_impl(org_id, env_id, key).await
+    }
+
+    async fn delete_environment_contents(&self, org_id: &str, env_id: &str) -> Result<()> {
+        self.delete_environment_contents_impl(org_id, env_id).await
     }
 }

@@ -5,6 +5,7 @@ mod journal;
 mod paging;
 mod records;
 mod scoping;
+mod skills;
 mod start;
 mod turns;
 mod vaults;

@@ -107,6 +107,7 @@ fn environment(id: &str, status: EnvironmentStatus) -> EnvironmentRecord {
         setup_log: None,
         vault_ids: Vec::new(),
         setup: None,
+        skills: Vec::new(),
     }
 }
 
