@@ -59,6 +59,17 @@ impl SessionCache {
         inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
     }
 
+    /// Caches a record whose creation just committed: nothing can have
+    /// written it before, so no generation is needed (the read right after a
+    /// create, which every create's answer makes, then needs no query).
+    pub fn created(&self, org_id: &str, record: &SessionRecord) {
+        let mut inner = self.lock();
+        if inner.entries.len() >= CAPACITY {
+            inner.entries.clear();
+        }
+        inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
+    }
+
     /// Applies the engine's committed state writes to cached records (as the
     /// store applied them to the stored documents), so the next read of a
     /// session that just ran a turn needs no trip to SQLite.

@@ -14,7 +14,9 @@ impl<B: Backend> SqlStore<B> {
             .bind(org_id)
             .bind(session.agent.id.as_str())
             .bind(Doc(serde_json::to_string(session)?));
-        self.db.execute(&sql).await.map(drop)
+        self.db.execute(&sql).await?;
+        self.sessions.created(org_id, session);
+        Ok(())
     }
 
     pub(crate) async fn get_session_impl(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {

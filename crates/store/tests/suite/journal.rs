@@ -13,6 +13,7 @@ use store::{SessionFilter, Write};
 
 contract!(
     a_batch_applies_its_writes_in_order,
+    a_created_session_reads_the_same_from_the_cache_and_from_the_database,
     rows_written_twice_in_a_batch_keep_their_first_place_and_last_content,
     a_failing_batch_leaves_nothing,
     configuration_and_state_writes_keep_each_others_fields,
@@ -62,6 +63,19 @@ async fn a_batch_applies_its_writes_in_order(b: &Backend) {
     failed.status = TurnStatus::Failed;
     b.commit(vec![turn_write(&org_id, &failed)]).unwrap();
     assert_eq!(b.store.get_turn(&org_id, id).await.unwrap().unwrap().status, TurnStatus::Failed);
+}
+
+async fn a_created_session_reads_the_same_from_the_cache_and_from_the_database(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let cached = b.store.get_session(&org_id, session.id).await.unwrap().unwrap();
+    let fresh = store::open(&b.url).await.unwrap();
+    let stored = fresh.get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!(cached, stored);
+    assert_eq!(cached, session);
+    // Another organization does not see it through the cache either.
+    let other = org(b.store.as_ref(), "p").await;
+    assert_eq!(b.store.get_session(&other, session.id).await.unwrap(), None);
 }
 
 async fn rows_written_twice_in_a_batch_keep_their_first_place_and_last_content(b: &Backend) {
