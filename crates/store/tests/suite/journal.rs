@@ -47,10 +47,7 @@ async fn a_batch_applies_its_writes_in_order(b: &Backend) {
     assert_eq!(b.store.turn_items(&org_id, session.id, &queued.id).await.unwrap(), vec![item.clone()]);
     assert_eq!(b.store.history(&org_id, session.id).await.unwrap(), vec![item]);
     let events = b.store.events_after(session.id, 0, 10).await.unwrap();
-    assert_eq!(
-        events.iter().map(|e| e.event_id.clone()).collect::<Vec<_>>(),
-        [EventId::from_seq(1), EventId::from_seq(2)]
-    );
+    assert_eq!(events.iter().map(|e| e.event_id).collect::<Vec<_>>(), [EventId::from_seq(1), EventId::from_seq(2)]);
     let stored = b.store.get_session(&org_id, session.id).await.unwrap().unwrap();
     assert_eq!((stored.status, stored.last_active_at), (SessionStatus::InProgress, 42));
     // Read around the cache: another store over the same database.
