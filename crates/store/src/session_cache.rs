@@ -21,6 +21,16 @@ struct Inner {
     generation: u64,
 }
 
+impl Inner {
+    /// Caches `record`, starting over when full.
+    fn insert(&mut self, org_id: &str, record: &SessionRecord) {
+        if self.entries.len() >= CAPACITY {
+            self.entries.clear();
+        }
+        self.entries.insert(record.id, (org_id.to_string(), record.clone()));
+    }
+}
+
 /// The cache.
 #[derive(Default)]
 pub struct SessionCache {
@@ -53,21 +63,14 @@ impl SessionCache {
         if inner.generation != generation {
             return;
         }
-        if inner.entries.len() >= CAPACITY {
-            inner.entries.clear();
-        }
-        inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
+        inner.insert(org_id, record);
     }
 
     /// Caches a record whose creation just committed: nothing can have
     /// written it before, so no generation is needed (the read right after a
     /// create, which every create's answer makes, then needs no query).
     pub fn created(&self, org_id: &str, record: &SessionRecord) {
-        let mut inner = self.lock();
-        if inner.entries.len() >= CAPACITY {
-            inner.entries.clear();
-        }
-        inner.entries.insert(record.id, (org_id.to_string(), record.clone()));
+        self.lock().insert(org_id, record);
     }
 
     /// Applies the engine's committed state writes to cached records (as the
