@@ -53,7 +53,7 @@ fn decode(param: &str, data: &str) -> Result<Vec<u8>> {
 
 fn new_file(path: String, size_bytes: u64, file_id: Option<String>) -> HostedFile {
     let kind = if file_id.is_some() { "file_id" } else { "inline" };
-    HostedFile { id: format!("file_{}", uuid::Uuid::new_v4().simple()), path, size_bytes, kind: kind.into(), file_id }
+    HostedFile { id: protocol::ids::Kind::EnvironmentFile.mint(), path, size_bytes, kind: kind.into(), file_id }
 }
 
 /// Checks an environment configuration; returns its registered files, one
@@ -138,7 +138,7 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
 /// A new pending environment record.
 pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<String>) -> EnvironmentRecord {
     EnvironmentRecord {
-        id: format!("env_{}", uuid::Uuid::new_v4().simple()),
+        id: protocol::ids::Kind::Environment.mint(),
         created_at: now(),
         status: EnvironmentStatus::Pending,
         error: None,

@@ -6,7 +6,9 @@
 //! # Layout
 //! - [`App`]: the services, one per resource, each for one organization
 //!   (`app.sessions(org).create(…)`): [`agents`], [`sessions`], [`turns`]
-//!   (inputs, turns and items), [`environments`] (and their files),
+//!   (inputs, turns and items), [`responses`] (the Responses API's view of
+//!   turns, and the wire items it and Conversations accept),
+//!   [`environments`] (and their files),
 //!   [`artifacts`], [`vaults`] (and their credentials), [`skills`] (and
 //!   their versions), [`files`] (uploaded files).
 //! - [`environment_contents`]: an environment's skills and uploaded files,
@@ -29,6 +31,7 @@ pub mod error;
 pub mod files;
 pub mod keys;
 pub mod mcp_secrets;
+pub mod responses;
 pub mod sessions;
 pub mod skills;
 pub mod turns;
@@ -64,6 +67,10 @@ impl App {
 
     pub fn turns<'a>(&'a self, org: &'a str) -> turns::Service<'a> {
         turns::Service { app: self, org }
+    }
+
+    pub fn responses<'a>(&'a self, org: &'a str) -> responses::Service<'a> {
+        responses::Service { app: self, org }
     }
 
     pub fn environments<'a>(&'a self, org: &'a str) -> environments::Service<'a> {

@@ -9,12 +9,12 @@ use crate::{Error, Result};
 use base64::Engine as _;
 use engine::mcp_connect::{CredentialFailure, InlineSecrets, McpCredentials, VaultToken};
 use protocol::environment::VaultCredentialBinding;
+use protocol::ids::SessionId;
 use protocol::session::SessionRecord;
 use protocol::tool::{McpTransportParam, ToolParam};
 use secrets::Cipher;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use uuid::Uuid;
 use zeroize::Zeroizing;
 
 /// One server's inline secrets as sealed.
@@ -27,7 +27,7 @@ struct Stored {
 }
 
 /// Binds a sealed blob to its organization and session: moved to another row, it fails to open.
-fn aad(org_id: &str, session_id: Uuid) -> Vec<u8> {
+fn aad(org_id: &str, session_id: SessionId) -> Vec<u8> {
     format!("rebyte/session-mcp-secrets/v1/{org_id}/{session_id}").into_bytes()
 }
 

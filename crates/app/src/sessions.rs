@@ -10,18 +10,18 @@ use protocol::Metadata;
 use protocol::agent::{AgentConfig, Patch};
 use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
 use protocol::event::{Event, EventBody};
+use protocol::ids::SessionId;
 use protocol::item::{Content, Item, Role};
 use protocol::list::PageRequest;
 use protocol::session::{
     EnvironmentParam, EnvironmentRole, INLINE_AGENT_ID, Review, Session, SessionAgent, SessionAgentParam,
-    SessionCreate, SessionEnvironment, SessionRecord, SessionStatus, SessionUpdate,
+    SessionCreate, SessionRecord, SessionUpdate,
 };
 use protocol::turn::Turn;
 use protocol::validate::{self, Owner};
 use std::sync::Arc;
 use store::{Page, SessionFilter};
 use tokio::sync::broadcast;
-use uuid::Uuid;
 
 /// How long a session delete waits for its MCP servers to acknowledge `DELETE`.
 pub const CLOSE_MCP_WITHIN: std::time::Duration = std::time::Duration::from_secs(15);
@@ -122,24 +122,7 @@ pub fn check_agent(config: &AgentConfig) -> Result<()> {
 
 /// A new, idle session record with no environment.
 fn new_record(agent: SessionAgent, metadata: Metadata) -> SessionRecord {
-    let at = now();
-    SessionRecord {
-        id: protocol::ids::new_session_id(),
-        created_at: at,
-        last_active_at: at,
-        metadata,
-        agent,
-        environment: SessionEnvironment::None,
-        status: SessionStatus::Idle,
-        error: None,
-        vault_ids: Vec::new(),
-        prompt_cache_options: None,
-        review: Default::default(),
-        usage: None,
-        required_actions: Vec::new(),
-        environment_role: Default::default(),
-        sealed_mcp_secrets: None,
-    }
+    SessionRecord::new(agent, metadata, now())
 }
 
 /// The environment a new session gets, checked before anything is written.
@@ -274,7 +257,7 @@ impl Service<'_> {
     }
 
     /// The session as it is now, or 404.
-    pub async fn get(&self, id: Uuid) -> Result<SessionRecord> {
+    pub async fn get(&self, id: SessionId) -> Result<SessionRecord> {
         // The engine writes session state behind; read what it has announced.
         self.app.engine.flush().await?;
         self.app.store.get_session(self.org, id).await?.ok_or_else(|| Error::not_found("session", &id.to_string()))
@@ -292,7 +275,7 @@ impl Service<'_> {
     }
 
     /// Changes what future turns run with.
-    pub async fn update(&self, id: Uuid, req: SessionUpdate) -> Result<SessionRecord> {
+    pub async fn update(&self, id: SessionId, req: SessionUpdate) -> Result<SessionRecord> {
         let mut record = self.get(id).await?;
         if req.agent.as_ref().and_then(|a| a.model.as_deref()) == Some("") {
             return Err(Error::invalid("agent.model", "model cannot be empty"));
@@ -318,7 +301,7 @@ impl Service<'_> {
     /// the items added.
     pub async fn append(&self, session: &SessionRecord, messages: Vec<(Role, Vec<Content>)>) -> Result<Vec<Item>> {
         let turn = self.app.engine.append_messages(self.org, session, messages).await?;
-        self.app.turns(self.org).turn_items(session.id, &turn.id).await
+        self.app.turns(self.org).turn_items(session.id, turn.id).await
     }
 
     pub async fn list(&self, filter: &SessionFilter, page: &PageRequest) -> Result<Page<SessionRecord>> {
@@ -329,7 +312,7 @@ impl Service<'_> {
 
     /// Deletes a session (through either API): its turns stop, its HTTP MCP
     /// sessions end upstream, and its private environment goes with it.
-    pub async fn delete(&self, id: Uuid) -> Result<()> {
+    pub async fn delete(&self, id: SessionId) -> Result<()> {
         let record = self.get(id).await?;
         if !self.app.store.delete_session(self.org, id).await? {
             return Err(Error::not_found("session", &id.to_string()));

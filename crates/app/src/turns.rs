@@ -6,12 +6,12 @@
 use crate::{App, Error, Result, now};
 use engine::turn::ToolResult;
 use protocol::event::InputEvent;
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, InputMessage, Item};
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
 use protocol::turn::Turn;
 use store::Page;
-use uuid::Uuid;
 
 /// Longest `Idempotency-Key` accepted.
 const MAX_IDEMPOTENCY_KEY: usize = 256;
@@ -25,7 +25,8 @@ pub fn input_messages(param: &str, input: Vec<InputMessage>) -> Result<Vec<Vec<C
 enum Planned {
     Message(Vec<Vec<Content>>),
     Cancel,
-    ToolResult(String, ToolResult),
+    /// For a turn id that is not one, `None`: no turn waits for that call.
+    ToolResult(Option<TurnId>, ToolResult),
 }
 
 fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
@@ -41,7 +42,7 @@ fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
             }
             InputEvent::Cancel {} => Ok(Planned::Cancel),
             InputEvent::ToolResult { turn_id, call_id, success, output, error } => {
-                Ok(Planned::ToolResult(turn_id, ToolResult { call_id, success, output, error }))
+                Ok(Planned::ToolResult(TurnId::parse(&turn_id), ToolResult { call_id, success, output, error }))
             }
             InputEvent::McpApprovalRequestResult { .. } => {
                 Err(Error::unsupported(format!("events[{i}].type"), "this server issues no MCP approval requests"))
@@ -65,7 +66,7 @@ impl Service<'_> {
     /// Applies a session's input events in order. With an idempotency key,
     /// a retry of a submission that was applied changes nothing; a failed one
     /// did not happen, so its key may be used again.
-    pub async fn apply(&self, session_id: Uuid, events: Vec<InputEvent>, key: Option<&str>) -> Result<()> {
+    pub async fn apply(&self, session_id: SessionId, events: Vec<InputEvent>, key: Option<&str>) -> Result<()> {
         let session = self.app.sessions(self.org).get(session_id).await?;
         let planned = plan(events)?;
         if let Some(key) = key {
@@ -92,8 +93,11 @@ impl Service<'_> {
                 Planned::Cancel => {
                     self.app.engine.cancel(self.org, session.id, None).await?;
                 }
-                Planned::ToolResult(turn_id, result) => {
-                    self.app.engine.submit_tool_result(session.id, &turn_id, result)?;
+                Planned::ToolResult(Some(turn_id), result) => {
+                    self.app.engine.submit_tool_result(session.id, turn_id, result)?;
+                }
+                Planned::ToolResult(None, result) => {
+                    return Err(engine::Error::UnknownToolCall { call_id: result.call_id }.into());
                 }
             }
         }
@@ -101,45 +105,53 @@ impl Service<'_> {
     }
 
     /// A turn of a session, or 404.
-    pub async fn get(&self, session_id: Uuid, turn_id: &str) -> Result<Turn> {
-        let not_found = || Error::not_found("turn", turn_id);
-        let id = Uuid::parse_str(turn_id).map_err(|_| not_found())?;
+    pub async fn get(&self, session_id: SessionId, turn_id: TurnId) -> Result<Turn> {
         self.app.engine.flush().await?;
-        let turn = self.app.store.get_turn(self.org, id).await?.ok_or_else(not_found)?;
-        if turn.session_id != session_id.to_string() {
+        self.stored(session_id, turn_id).await
+    }
+
+    /// A turn of a session as stored, or 404 (the caller has flushed the journal).
+    async fn stored(&self, session_id: SessionId, turn_id: TurnId) -> Result<Turn> {
+        let not_found = || Error::not_found("turn", &turn_id.to_string());
+        let turn = self.app.store.get_turn(self.org, turn_id).await?.ok_or_else(not_found)?;
+        if turn.session_id != session_id {
             return Err(not_found());
         }
         Ok(turn)
     }
 
     /// A turn by its id alone, with its session (the Responses API's view).
-    pub async fn find(&self, turn_id: Uuid) -> Result<Option<(SessionRecord, Turn)>> {
+    pub async fn find(&self, turn_id: TurnId) -> Result<Option<(SessionRecord, Turn)>> {
         self.app.engine.flush().await?;
         let Some(turn) = self.app.store.get_turn(self.org, turn_id).await? else { return Ok(None) };
-        let session_id = Uuid::parse_str(&turn.session_id).map_err(|e| Error::Internal(e.to_string()))?;
-        match self.app.store.get_session(self.org, session_id).await? {
+        match self.app.store.get_session(self.org, turn.session_id).await? {
             Some(session) => Ok(Some((session, turn))),
             None => Ok(None),
         }
     }
 
-    pub async fn list(&self, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>> {
+    pub async fn list(&self, session_id: SessionId, page: &PageRequest) -> Result<Page<Turn>> {
         let session = self.app.sessions(self.org).get(session_id).await?;
         Ok(self.app.store.list_turns(self.org, session.id, page).await?)
     }
 
     /// A session's items, or one turn's.
-    pub async fn items(&self, session_id: Uuid, turn_id: Option<&str>, page: &PageRequest) -> Result<Page<Item>> {
+    pub async fn items(
+        &self,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
+        page: &PageRequest,
+    ) -> Result<Page<Item>> {
         let session = self.app.sessions(self.org).get(session_id).await?;
         let turn = match turn_id {
-            Some(id) => Some(self.get(session.id, id).await?),
+            Some(id) => Some(self.stored(session.id, id).await?),
             None => None,
         };
-        Ok(self.app.store.list_items(self.org, session.id, turn.as_ref().map(|t| t.id.as_str()), page).await?)
+        Ok(self.app.store.list_items(self.org, session.id, turn.map(|t| t.id), page).await?)
     }
 
     /// Every item of one turn, in order.
-    pub async fn turn_items(&self, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+    pub async fn turn_items(&self, session_id: SessionId, turn_id: TurnId) -> Result<Vec<Item>> {
         self.app.engine.flush().await?;
         Ok(self.app.store.turn_items(self.org, session_id, turn_id).await?)
     }

@@ -8,12 +8,12 @@ use crate::error::Result;
 use crate::journal::Journal;
 use protocol::event::{Event, EventBody};
 use protocol::ids::EventId;
+use protocol::ids::SessionId;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use store::{Store, Write};
 use tokio::sync::broadcast;
-use uuid::Uuid;
 
 /// Events buffered per session for live subscribers; a slower one lags and
 /// re-reads from the store.
@@ -28,7 +28,7 @@ pub struct Bus {
     channels: Arc<Channels>,
 }
 
-type Channels = Mutex<HashMap<Uuid, broadcast::Sender<Arc<Event>>>>;
+type Channels = Mutex<HashMap<SessionId, broadcast::Sender<Arc<Event>>>>;
 
 /// Broadcasts a committed batch's events, in order, to their sessions' subscribers.
 fn deliver(channels: &Channels, writes: &[Write]) {
@@ -76,7 +76,7 @@ impl Bus {
 
     /// Queues `bodies` for the store, in order, committed once the caller's
     /// task next waits ([`Journal::commit_soon`]); each is broadcast once committed.
-    pub fn publish(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+    pub fn publish(&self, session_id: SessionId, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         let events = self.queue(session_id, bodies);
         self.journal.commit_soon();
         events
@@ -84,14 +84,14 @@ impl Bus {
 
     /// Queues `bodies` and commits them (with everything queued before) on
     /// this thread, for a subscriber waiting on them (streamed text).
-    pub fn publish_now(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+    pub fn publish_now(&self, session_id: SessionId, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         let events = self.queue(session_id, bodies);
         self.journal.commit();
         events
     }
 
     /// Queues `bodies` without committing: the caller flushes next.
-    pub fn queue(&self, session_id: Uuid, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
+    pub fn queue(&self, session_id: SessionId, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {
         // Ids are taken and queued under one lock, so the journal (and every
         // subscriber after it) sees a session's events in increasing id order.
         let order = self.channels.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,20 +116,20 @@ impl Bus {
     /// sequence number handed out when it was created. Events published
     /// before that can still arrive (they are broadcast once committed); a
     /// subscriber that wants only new ones skips those up to the number.
-    pub fn subscribe_now(&self, session_id: Uuid) -> (broadcast::Receiver<Arc<Event>>, i64) {
+    pub fn subscribe_now(&self, session_id: SessionId) -> (broadcast::Receiver<Arc<Event>>, i64) {
         // Subscribed first: anything published after the number is read is received.
         let rx = self.subscribe(session_id);
         (rx, self.seq.load(Ordering::SeqCst))
     }
 
     /// Live events of a session, as they are committed.
-    pub fn subscribe(&self, session_id: Uuid) -> broadcast::Receiver<Arc<Event>> {
+    pub fn subscribe(&self, session_id: SessionId) -> broadcast::Receiver<Arc<Event>> {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         channels.entry(session_id).or_insert_with(|| broadcast::channel(CAPACITY).0).subscribe()
     }
 
     /// Forgets a deleted session's channel (its subscribers see the end).
-    pub fn close(&self, session_id: Uuid) {
+    pub fn close(&self, session_id: SessionId) {
         let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
         channels.remove(&session_id);
     }

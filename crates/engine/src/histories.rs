@@ -5,10 +5,10 @@
 //! turn's cleanup, a delete) invalidates it; a generation per session keeps a
 //! turn that started before such a change from storing a stale history.
 
+use protocol::ids::SessionId;
 use protocol::item::Item;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use uuid::Uuid;
 
 /// Sessions whose history is kept at most; past that the map starts over.
 const CAPACITY: usize = 1024;
@@ -22,24 +22,24 @@ struct Entry {
 /// The histories.
 #[derive(Default)]
 pub struct Histories {
-    map: Mutex<HashMap<Uuid, Entry>>,
+    map: Mutex<HashMap<SessionId, Entry>>,
 }
 
 impl Histories {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Entry>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Entry>> {
         self.map.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The generation to pass to [`Self::put`], and the history if kept,
     /// taken out (no copy): the turn that takes it puts back the longer one.
-    pub fn take(&self, session_id: Uuid) -> (u64, Option<Vec<Item>>) {
+    pub fn take(&self, session_id: SessionId) -> (u64, Option<Vec<Item>>) {
         let mut map = self.lock();
         let Some(entry) = map.get_mut(&session_id) else { return (0, None) };
         (entry.generation, entry.items.take())
     }
 
     /// Keeps a session's history, unless it changed since `generation`.
-    pub fn put(&self, session_id: Uuid, generation: u64, items: Vec<Item>) {
+    pub fn put(&self, session_id: SessionId, generation: u64, items: Vec<Item>) {
         let mut map = self.lock();
         if map.len() >= CAPACITY && !map.contains_key(&session_id) {
             map.clear();
@@ -51,7 +51,7 @@ impl Histories {
     }
 
     /// Forgets a session's history (it changed outside a turn).
-    pub fn invalidate(&self, session_id: Uuid) {
+    pub fn invalidate(&self, session_id: SessionId) {
         let mut map = self.lock();
         let entry = map.entry(session_id).or_default();
         entry.generation += 1;
@@ -66,7 +66,7 @@ mod tests {
     #[test]
     fn a_turn_that_started_before_a_change_does_not_store_its_history() {
         let h = Histories::default();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let (generation, none) = h.take(id);
         assert!(none.is_none());
         h.invalidate(id);

@@ -11,6 +11,7 @@ use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::skill_catalog::{self, Catalog};
 use crate::tools::{HostedTools, HostedToolsFactory};
+use protocol::ids::TurnId;
 use protocol::session::{SessionEnvironment, SessionRecord};
 use protocol::skill::HostedSkill;
 use protocol::turn::TurnError;
@@ -91,7 +92,7 @@ impl HostedToolsFactory for ServerTools {
                 envs: Arc::clone(&self.envs),
                 org_id: org_id.to_string(),
                 env_id: env_id.to_string(),
-                session_id: rec.session.id.to_string(),
+                session_id: rec.session.id,
                 output_dir: output_dir(&rec.session),
                 connected: Default::default(),
                 waited: Default::default(),
@@ -127,7 +128,7 @@ impl HostedToolsFactory for ServerTools {
         Ok(tools)
     }
 
-    async fn after_turn(&self, org_id: &str, session: &SessionRecord, turn_id: &str) {
+    async fn after_turn(&self, org_id: &str, session: &SessionRecord, turn_id: TurnId) {
         if let Some(env_id) = session.environment.id() {
             collect_outputs(&self.envs, self.store.as_ref(), org_id, session, env_id, turn_id).await;
         }

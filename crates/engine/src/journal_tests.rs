@@ -3,10 +3,10 @@
 
 use super::*;
 use protocol::event::{Event, EventBody, SessionError};
+use protocol::ids::SessionId;
 use std::sync::Arc;
 use std::time::Instant;
 use store::{SqliteStore, Store};
-use uuid::Uuid;
 
 struct Fixture {
     _dir: tempfile::TempDir,
@@ -15,7 +15,7 @@ struct Fixture {
     journal: Journal,
     /// Each delivered event's sequence number and the thread that delivered it.
     delivered: Arc<Mutex<Vec<(i64, std::thread::ThreadId)>>>,
-    session: Uuid,
+    session: SessionId,
 }
 
 async fn fixture() -> Fixture {
@@ -32,13 +32,13 @@ async fn fixture() -> Fixture {
             }
         }
     }));
-    Fixture { _dir: dir, path, store, journal, delivered, session: Uuid::new_v4() }
+    Fixture { _dir: dir, path, store, journal, delivered, session: SessionId::new() }
 }
 
 impl Fixture {
     fn event(&self, seq: i64) -> Write {
         let error = SessionError { code: None, message: format!("event {seq}"), param: None, kind: "warning".into() };
-        let body = EventBody::Error { session_id: self.session.to_string(), error };
+        let body = EventBody::Error { session_id: self.session, error };
         Write::Event {
             session_id: self.session,
             event: Arc::new(Event { event_id: protocol::ids::EventId::from_seq(seq), body }),

@@ -113,10 +113,10 @@ impl McpTools {
             Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
             Some(other) => other.clone(),
         };
-        let (item_id, turn_id) = (new_item_id(), rec.turn.id.clone());
+        let (item_id, turn_id) = (new_item_id(), rec.turn.id);
         let item = |output: &Option<String>, error: &Option<String>, status| Item::McpCall {
             id: item_id.clone(),
-            turn_id: turn_id.clone(),
+            turn_id,
             call_id: call_id.to_string(),
             server_label: server.clone(),
             name: name.clone(),

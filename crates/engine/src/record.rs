@@ -7,6 +7,7 @@ use crate::bus::Bus;
 use crate::error::Result;
 use crate::journal::Journal;
 use protocol::event::{EventBody, SessionError};
+use protocol::ids::SessionId;
 use protocol::item::{Item, ItemStatus};
 use protocol::session::{SessionRecord, SessionStatus, TokenUsage};
 use protocol::turn::{Turn, TurnError, TurnStatus};
@@ -108,8 +109,8 @@ impl Recorder {
         });
     }
 
-    fn sid(&self) -> String {
-        self.session.id.to_string()
+    fn sid(&self) -> SessionId {
+        self.session.id
     }
 
     /// Publishes events of this session.
@@ -143,26 +144,13 @@ impl Recorder {
         let index = self.next_output_index;
         self.next_output_index += 1;
         self.put_item(&item);
-        (
-            index,
-            EventBody::ItemAdded {
-                session_id: self.sid(),
-                turn_id: self.turn.id.clone(),
-                output_index: Some(index),
-                item,
-            },
-        )
+        (index, EventBody::ItemAdded { session_id: self.sid(), turn_id: self.turn.id, output_index: Some(index), item })
     }
 
     /// Stores an item's final form and announces it done, with extra events first.
     pub async fn done_item(&mut self, item: Item, index: i64, mut before: Vec<EventBody>) -> Result<()> {
         self.put_item(&item);
-        before.push(EventBody::ItemDone {
-            session_id: self.sid(),
-            turn_id: self.turn.id.clone(),
-            output_index: index,
-            item,
-        });
+        before.push(EventBody::ItemDone { session_id: self.sid(), turn_id: self.turn.id, output_index: index, item });
         self.emit(before).await
     }
 
@@ -198,7 +186,7 @@ impl Recorder {
         self.session.required_actions = actions;
         self.session.last_active_at = now();
         self.put_state();
-        let (sid, tid, t) = (self.sid(), self.turn.id.clone(), self.turn.clone());
+        let (sid, tid, t) = (self.sid(), self.turn.id, self.turn.clone());
         let session_event = match session {
             SessionStatus::InProgress => EventBody::SessionInProgress { session: Box::new(self.session.resource()) },
             SessionStatus::RequiresAction => {
@@ -234,11 +222,11 @@ impl Recorder {
         self.session.required_actions = Vec::new();
         self.session.last_active_at = now();
         self.put_state();
-        let (sid, tid, turn, usage) = (self.sid(), self.turn.id.clone(), self.turn.clone(), self.turn.usage.clone());
+        let (sid, tid, turn, usage) = (self.sid(), self.turn.id, self.turn.clone(), self.turn.usage.clone());
         let mut events = Vec::new();
         if let Some(e) = error {
             events.push(EventBody::Error {
-                session_id: sid.clone(),
+                session_id: sid,
                 error: SessionError { code: Some(e.code), message: e.message, param: None, kind: "turn_error".into() },
             });
         }

@@ -10,6 +10,7 @@ use crate::tools::{HostedToolsFactory, ToolSet};
 use crate::turn::{Ending, ToolResult, TurnRun};
 use models::Registry;
 use protocol::event::EventBody;
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, Item, ItemStatus, Role, new_item_id};
 use protocol::session::{SessionRecord, SessionStatus};
 use protocol::turn::{Turn, TurnError, TurnStatus};
@@ -18,11 +19,10 @@ use std::sync::{Arc, Mutex};
 use store::{Store, Write};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use uuid::Uuid;
 
 /// The turn a session's worker is running.
 struct Active {
-    turn_id: Uuid,
+    turn_id: TurnId,
     cancel: CancellationToken,
     results: mpsc::UnboundedSender<ToolResult>,
     /// Calls the turn waits for; a result is accepted once.
@@ -32,7 +32,7 @@ struct Active {
 /// A submitted turn waiting for the session's worker.
 struct Queued {
     org_id: String,
-    turn_id: Uuid,
+    turn_id: TurnId,
     /// The turn and its input as submitted (a queued turn changes only by
     /// being cancelled, which takes it out of the queue).
     turn: Turn,
@@ -58,7 +58,7 @@ struct Inner {
     hosted: Option<Arc<dyn HostedToolsFactory>>,
     metrics: Arc<telemetry::Metrics>,
     // Held only for short, non-async critical sections.
-    slots: Mutex<HashMap<Uuid, Slot>>,
+    slots: Mutex<HashMap<SessionId, Slot>>,
     histories: Histories,
 }
 
@@ -110,7 +110,7 @@ impl Engine {
         &self.inner.bus
     }
 
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, Slot>> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Slot>> {
         self.inner.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -120,9 +120,9 @@ impl Engine {
         let open = self.inner.store.open_turns().await?;
         let count = open.len();
         for (org_id, turn) in open {
-            let Ok(session_id) = Uuid::parse_str(&turn.session_id) else { continue };
+            let session_id = turn.session_id;
             let Some(session) = self.inner.store.get_session(&org_id, session_id).await? else { continue };
-            self.close_interrupted_items(&org_id, session_id, &turn.id).await?;
+            self.close_interrupted_items(&org_id, session_id, turn.id).await?;
             let mut rec = self.recorder(&org_id, session, turn);
             let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
             rec.finish(TurnStatus::Failed, Some(error)).await?;
@@ -133,7 +133,7 @@ impl Engine {
 
     /// Marks the items a crashed turn left in progress as incomplete; a
     /// partial answer gets back the text its stored deltas carried.
-    async fn close_interrupted_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<()> {
+    async fn close_interrupted_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<()> {
         let store = &self.inner.store;
         let items = store.turn_items(org_id, session_id, turn_id).await?;
         // Output indexes were given to every item but the user's messages, in order.
@@ -167,7 +167,7 @@ impl Engine {
                 }
             }
         }
-        let sid = session_id.to_string();
+        let sid = session_id;
         let mut events = Vec::new();
         for (index, mut item) in open {
             match &mut item {
@@ -175,8 +175,8 @@ impl Engine {
                     *status = ItemStatus::Incomplete;
                     let text = texts.remove(id.as_str()).unwrap_or_default();
                     events.push(EventBody::OutputTextDone {
-                        session_id: sid.clone(),
-                        turn_id: turn_id.to_string(),
+                        session_id: sid,
+                        turn_id,
                         item_id: id.clone(),
                         output_index: index,
                         content_index: 0,
@@ -192,12 +192,7 @@ impl Engine {
                 Item::FunctionCallOutput { .. } => {}
             }
             self.write(Write::Item { org_id: org_id.to_string(), session_id, item: item.clone() });
-            events.push(EventBody::ItemDone {
-                session_id: sid.clone(),
-                turn_id: turn_id.to_string(),
-                output_index: index,
-                item,
-            });
+            events.push(EventBody::ItemDone { session_id: sid, turn_id, output_index: index, item });
         }
         self.inner.bus.publish(session_id, events);
         Ok(())
@@ -211,20 +206,16 @@ impl Engine {
         messages: Vec<Vec<Content>>,
         background: bool,
     ) -> Result<Turn> {
-        let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, now());
+        let mut turn = Turn::queued(TurnId::new(), session.id, &session.agent.id, now());
         turn.background = background;
         let before = self.inner.journal.position();
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
         let mut input = Vec::new();
-        let mut events = vec![EventBody::TurnCreated {
-            session_id: session.id.to_string(),
-            turn_id: turn.id.clone(),
-            turn: turn.clone(),
-        }];
+        let mut events = vec![EventBody::TurnCreated { session_id: session.id, turn_id: turn.id, turn: turn.clone() }];
         for content in messages {
             let item = Item::Message {
                 id: new_item_id(),
-                turn_id: turn.id.clone(),
+                turn_id: turn.id,
                 role: Role::User,
                 status: ItemStatus::Completed,
                 content,
@@ -232,16 +223,11 @@ impl Engine {
             };
             self.write(Write::Item { org_id: org_id.to_string(), session_id: session.id, item: item.clone() });
             input.push(item.clone());
-            events.push(EventBody::ItemAdded {
-                session_id: session.id.to_string(),
-                turn_id: turn.id.clone(),
-                output_index: None,
-                item,
-            });
+            events.push(EventBody::ItemAdded { session_id: session.id, turn_id: turn.id, output_index: None, item });
         }
         // Committed by the flush below, once the worker is on its way.
         self.inner.bus.queue(session.id, events);
-        let turn_id = Uuid::parse_str(&turn.id).map_err(|e| Error::Invalid(e.to_string()))?;
+        let turn_id = turn.id;
         // The worker starts from the turn and input in memory while the
         // journal commits them: the model is asked at once, and the caller
         // hears of the turn only once it is durable.
@@ -271,37 +257,26 @@ impl Engine {
     ) -> Result<Turn> {
         self.inner.histories.invalidate(session.id);
         let at = now();
-        let mut turn = Turn::queued(Uuid::new_v4(), session.id, &session.agent.id, at);
+        let mut turn = Turn::queued(TurnId::new(), session.id, &session.agent.id, at);
         turn.status = TurnStatus::Completed;
         turn.started_at = Some(at);
         turn.completed_at = Some(at);
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
-        let sid = session.id.to_string();
-        let mut events =
-            vec![EventBody::TurnCreated { session_id: sid.clone(), turn_id: turn.id.clone(), turn: turn.clone() }];
+        let sid = session.id;
+        let mut events = vec![EventBody::TurnCreated { session_id: sid, turn_id: turn.id, turn: turn.clone() }];
         for (role, content) in messages {
             let item = Item::Message {
                 id: new_item_id(),
-                turn_id: turn.id.clone(),
+                turn_id: turn.id,
                 role,
                 status: ItemStatus::Completed,
                 content,
                 phase: None,
             };
             self.write(Write::Item { org_id: org_id.to_string(), session_id: session.id, item: item.clone() });
-            events.push(EventBody::ItemAdded {
-                session_id: sid.clone(),
-                turn_id: turn.id.clone(),
-                output_index: None,
-                item,
-            });
+            events.push(EventBody::ItemAdded { session_id: sid, turn_id: turn.id, output_index: None, item });
         }
-        events.push(EventBody::TurnCompleted {
-            session_id: sid,
-            turn_id: turn.id.clone(),
-            turn: turn.clone(),
-            usage: None,
-        });
+        events.push(EventBody::TurnCompleted { session_id: sid, turn_id: turn.id, turn: turn.clone(), usage: None });
         self.inner.bus.publish(session.id, events);
         // Durable before anything runs and before the caller hears of it.
         self.flush().await?;
@@ -309,11 +284,11 @@ impl Engine {
     }
 
     /// Hands a client function result to the turn waiting for it.
-    pub fn submit_tool_result(&self, session_id: Uuid, turn_id: &str, result: ToolResult) -> Result<()> {
+    pub fn submit_tool_result(&self, session_id: SessionId, turn_id: TurnId, result: ToolResult) -> Result<()> {
         let mut slots = self.slots();
         let active = slots.get_mut(&session_id).and_then(|s| s.active.as_mut());
         match active {
-            Some(a) if a.turn_id.to_string() == turn_id && a.pending.contains(&result.call_id) => {
+            Some(a) if a.turn_id == turn_id && a.pending.contains(&result.call_id) => {
                 a.pending.remove(&result.call_id);
                 let _ = a.results.send(result);
                 Ok(())
@@ -323,12 +298,12 @@ impl Engine {
     }
 
     /// The turn a session is running now, if any.
-    pub fn active_turn(&self, session_id: Uuid) -> Option<Uuid> {
+    pub fn active_turn(&self, session_id: SessionId) -> Option<TurnId> {
         self.slots().get(&session_id).and_then(|s| s.active.as_ref()).map(|a| a.turn_id)
     }
 
     /// Cancels the running turn, or else the oldest queued one.
-    pub async fn cancel(&self, org_id: &str, session_id: Uuid, only: Option<Uuid>) -> Result<Uuid> {
+    pub async fn cancel(&self, org_id: &str, session_id: SessionId, only: Option<TurnId>) -> Result<TurnId> {
         let queued = {
             let mut slots = self.slots();
             let slot = slots.get_mut(&session_id).ok_or(Error::NoActiveTurn)?;
@@ -352,7 +327,7 @@ impl Engine {
     }
 
     /// Stops everything of a deleted session.
-    pub fn forget(&self, session_id: Uuid) {
+    pub fn forget(&self, session_id: SessionId) {
         self.inner.histories.invalidate(session_id);
         if let Some(slot) = self.slots().get_mut(&session_id) {
             slot.queued.clear();
@@ -366,8 +341,8 @@ impl Engine {
     async fn end_queued(
         &self,
         org_id: &str,
-        session_id: Uuid,
-        turn_id: Uuid,
+        session_id: SessionId,
+        turn_id: TurnId,
         status: TurnStatus,
         error: Option<TurnError>,
     ) -> Result<()> {
@@ -387,7 +362,7 @@ impl Engine {
     /// unreachable (restarting, say) that write cannot be read back either, so
     /// it is retried until the database returns (bounded), rather than leaving
     /// the turn open until the next start's recovery.
-    async fn fail_when_possible(&self, org_id: &str, session_id: Uuid, turn_id: Uuid, error: TurnError) {
+    async fn fail_when_possible(&self, org_id: &str, session_id: SessionId, turn_id: TurnId, error: TurnError) {
         let mut pause = std::time::Duration::from_millis(100);
         for _ in 0..FAIL_ATTEMPTS {
             match self.end_queued(org_id, session_id, turn_id, TurnStatus::Failed, Some(error.clone())).await {
@@ -410,7 +385,7 @@ impl Engine {
     }
 
     /// The worker: runs queued turns until none is left.
-    async fn work(self, session_id: Uuid) {
+    async fn work(self, session_id: SessionId) {
         // Where the journal stood when the previous turn of this worker ended:
         // the next turn's history needs everything up to there.
         let mut previous_end = 0;
@@ -456,7 +431,7 @@ impl Engine {
 
     async fn run(
         &self,
-        session_id: Uuid,
+        session_id: SessionId,
         queued: Queued,
         cancel: CancellationToken,
         results: mpsc::UnboundedReceiver<ToolResult>,
@@ -506,7 +481,7 @@ impl Engine {
             .iter()
             .flat_map(|h| h.warnings())
             .map(|(code, message)| EventBody::Error {
-                session_id: session_id.to_string(),
+                session_id,
                 error: protocol::event::SessionError { code: Some(code), message, param: None, kind: "warning".into() },
             })
             .collect();
@@ -528,7 +503,7 @@ impl Engine {
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };
         if let Some(f) = &self.inner.hosted {
-            f.after_turn(org_id, &rec.session, &rec.turn.id).await;
+            f.after_turn(org_id, &rec.session, rec.turn.id).await;
         }
         match ending {
             Ending::Completed => rec.finish(TurnStatus::Completed, None).await?,

@@ -9,6 +9,7 @@ use crate::tools::{HostedOutput, HostedTools};
 use models::ToolSpec;
 use protocol::environment::EnvironmentSetup;
 use protocol::event::{EnvironmentState, EnvironmentStateError, EventBody};
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::session::{EnvironmentRole, SessionRecord};
 use protocol::turn::TurnError;
@@ -45,7 +46,7 @@ pub struct SandboxTools {
     pub envs: Arc<Environments>,
     pub org_id: String,
     pub env_id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub output_dir: String,
     /// Whether this turn announced `agent.session.environment.connected`.
     pub connected: std::sync::atomic::AtomicBool,
@@ -170,8 +171,8 @@ impl SandboxTools {
 
     fn pending_event(&self, rec: &Recorder, setup: Option<EnvironmentSetup>, output: Option<String>) -> EventBody {
         EventBody::EnvironmentPending {
-            session_id: self.session_id.clone(),
-            turn_id: Some(rec.turn.id.clone()),
+            session_id: self.session_id,
+            turn_id: Some(rec.turn.id),
             environment: self.environment_state("pending", None, setup),
             setup_output: output,
         }
@@ -179,7 +180,7 @@ impl SandboxTools {
 
     fn state_event(&self, rec: &Recorder, status: &str, error: Option<EnvironmentStateError>) -> EventBody {
         let environment = self.environment_state(status, error, None);
-        let (session_id, turn_id) = (self.session_id.clone(), Some(rec.turn.id.clone()));
+        let (session_id, turn_id) = (self.session_id, Some(rec.turn.id));
         match status {
             "pending" => self.pending_event(rec, None, None),
             "ready" => EventBody::EnvironmentReady { session_id, turn_id, environment },
@@ -191,7 +192,7 @@ impl SandboxTools {
     fn env(&self) -> std::collections::BTreeMap<String, String> {
         [
             ("REBYTE_OUTPUT_DIR".to_string(), self.output_dir.clone()),
-            ("REBYTE_SESSION_ID".to_string(), self.session_id.clone()),
+            ("REBYTE_SESSION_ID".to_string(), self.session_id.to_string()),
         ]
         .into_iter()
         .collect()
@@ -213,7 +214,7 @@ impl SandboxTools {
         let item =
             |output: Option<String>, exit_code: Option<i64>, duration_ms: Option<i64>, status| Item::CommandExecution {
                 id: item_id.clone(),
-                turn_id: turn_id.clone(),
+                turn_id,
                 call_id: call_id.to_string(),
                 command: command.clone(),
                 cwd: cwd.clone(),
@@ -246,7 +247,7 @@ impl SandboxTools {
         };
         let killer = execution.killer();
         let mut output = Vec::new();
-        let (sid, tid) = (rec.session.id.to_string(), rec.turn.id.clone());
+        let (sid, tid) = (rec.session.id, rec.turn.id);
         let status = loop {
             let event = tokio::select! {
                 biased;
@@ -261,8 +262,8 @@ impl SandboxTools {
                     output.extend_from_slice(&b);
                     let delta = String::from_utf8_lossy(&b).into_owned();
                     rec.emit_now(vec![EventBody::CommandOutputDelta {
-                        session_id: sid.clone(),
-                        turn_id: tid.clone(),
+                        session_id: sid,
+                        turn_id: tid,
                         item_id: item_id.clone(),
                         output_index: index,
                         delta,
@@ -365,8 +366,8 @@ impl SandboxTools {
     }
 }
 
-fn rec_turn(rec: &Recorder) -> String {
-    rec.turn.id.clone()
+fn rec_turn(rec: &Recorder) -> TurnId {
+    rec.turn.id
 }
 
 #[async_trait::async_trait]
@@ -422,7 +423,7 @@ pub async fn collect_outputs(
     org_id: &str,
     session: &SessionRecord,
     env_id: &str,
-    turn_id: &str,
+    turn_id: TurnId,
 ) {
     let Some(sandbox) = envs.running(env_id) else { return };
     let root = output_dir(session);
@@ -451,12 +452,12 @@ pub async fn collect_outputs(
                         continue;
                     }
                     let artifact = store::Artifact {
-                        id: format!("art_{}", uuid::Uuid::new_v4().simple()),
+                        id: protocol::ids::Kind::Artifact.mint(),
                         object: "agent.session.artifact".into(),
                         created_at: now(),
                         environment_id: env_id.to_string(),
-                        session_id: session.id.to_string(),
-                        turn_id: turn_id.to_string(),
+                        session_id: session.id,
+                        turn_id,
                         path,
                         size_bytes: content.len() as u64,
                         sha256: sha,

@@ -80,7 +80,13 @@ pub trait HostedToolsFactory: Send + Sync {
     ) -> Result<Vec<Arc<dyn HostedTools>>, protocol::turn::TurnError>;
     /// Runs after a turn's last step, before it is reported finished
     /// (collecting the session's outputs into artifacts).
-    async fn after_turn(&self, _org_id: &str, _session: &protocol::session::SessionRecord, _turn_id: &str) {}
+    async fn after_turn(
+        &self,
+        _org_id: &str,
+        _session: &protocol::session::SessionRecord,
+        _turn_id: protocol::ids::TurnId,
+    ) {
+    }
 }
 
 /// The tool set of one turn.

@@ -123,8 +123,8 @@ impl TurnRun {
         let mut message: Option<(String, i64)> = None;
         let mut text = String::new();
         let mut calls = Vec::new();
-        let sid = self.rec.session.id.to_string();
-        let tid = self.rec.turn.id.clone();
+        let sid = self.rec.session.id;
+        let tid = self.rec.turn.id;
         loop {
             let next = tokio::select! {
                 biased;
@@ -140,8 +140,8 @@ impl TurnRun {
                 Some(Ok(ModelEvent::TextDelta(delta))) => {
                     text.push_str(&delta);
                     let event = |item_id: &str, index| EventBody::OutputTextDelta {
-                        session_id: sid.clone(),
-                        turn_id: tid.clone(),
+                        session_id: sid,
+                        turn_id: tid,
                         item_id: item_id.to_string(),
                         output_index: index,
                         content_index: 0,
@@ -199,14 +199,7 @@ impl TurnRun {
         } else {
             vec![Content::OutputText { text }]
         };
-        Item::Message {
-            id: id.to_string(),
-            turn_id: self.rec.turn.id.clone(),
-            role: Role::Assistant,
-            status,
-            content,
-            phase,
-        }
+        Item::Message { id: id.to_string(), turn_id: self.rec.turn.id, role: Role::Assistant, status, content, phase }
     }
 
     async fn close_message(
@@ -218,8 +211,8 @@ impl TurnRun {
     ) -> Result<()> {
         let Some((id, index)) = message else { return Ok(()) };
         let done = EventBody::OutputTextDone {
-            session_id: self.rec.session.id.to_string(),
-            turn_id: self.rec.turn.id.clone(),
+            session_id: self.rec.session.id,
+            turn_id: self.rec.turn.id,
             item_id: id.clone(),
             output_index: index,
             content_index: 0,
@@ -276,10 +269,10 @@ impl TurnRun {
     }
 
     async fn record_failed_call(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> Result<()> {
-        let turn_id = self.rec.turn.id.clone();
+        let turn_id = self.rec.turn.id;
         let item = Item::FunctionCall {
             id: new_item_id(),
-            turn_id: turn_id.clone(),
+            turn_id,
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments,
@@ -304,13 +297,13 @@ impl TurnRun {
         waiting: Vec<(ToolCall, Value)>,
         answers: &mut Vec<Message>,
     ) -> Result<Option<Ending>> {
-        let turn_id = self.rec.turn.id.clone();
+        let turn_id = self.rec.turn.id;
         (self.register)(waiting.iter().map(|(c, _)| c.id.clone()).collect());
         let mut pending = Vec::new();
         for (call, arguments) in waiting {
             let item = Item::FunctionCall {
                 id: new_item_id(),
-                turn_id: turn_id.clone(),
+                turn_id,
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: arguments.clone(),
@@ -341,14 +334,8 @@ impl TurnRun {
             let error =
                 if result.success { None } else { Some(result.error.unwrap_or_else(|| "the tool failed".into())) };
             answers.push(Message::tool_result(&call_id, output_text(&result.output, &error)));
-            let output = Item::FunctionCallOutput {
-                id: new_item_id(),
-                turn_id: turn_id.clone(),
-                call_id,
-                output: result.output,
-                error,
-                status,
-            };
+            let output =
+                Item::FunctionCallOutput { id: new_item_id(), turn_id, call_id, output: result.output, error, status };
             self.rec.add_done_item(output).await?;
             if !pending.is_empty() {
                 let actions = pending.iter().map(|p| p.3.clone()).collect();

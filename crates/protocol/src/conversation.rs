@@ -1,7 +1,7 @@
 //! The Conversations view of a Session: the same row, `conv_<uuid>` ids.
 
+use crate::Metadata;
 use crate::session::SessionRecord;
-use crate::{Metadata, ids};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -43,7 +43,7 @@ pub struct ConversationDeleted {
 impl Conversation {
     pub fn of(session: &SessionRecord) -> Self {
         Self {
-            id: ids::conversation_id(session.id),
+            id: session.id.conversation(),
             object: "conversation".into(),
             created_at: session.created_at,
             metadata: session.metadata.clone(),

@@ -1,6 +1,7 @@
 //! Session events: the standing stream (`agent.session.*`) and the inputs a
 //! caller posts to `POST /v1/agents/sessions/{id}/events`.
 
+use crate::ids::{SessionId, TurnId};
 use crate::item::{InputMessage, Item};
 use crate::session::{Session, TokenUsage};
 use crate::turn::Turn;
@@ -42,25 +43,25 @@ pub enum EventBody {
     #[serde(rename = "agent.session.failed")]
     SessionFailed { session: Box<Session> },
     #[serde(rename = "error")]
-    Error { session_id: String, error: SessionError },
+    Error { session_id: SessionId, error: SessionError },
     #[serde(rename = "agent.session.turn.created")]
-    TurnCreated { session_id: String, turn_id: String, turn: Turn },
+    TurnCreated { session_id: SessionId, turn_id: TurnId, turn: Turn },
     #[serde(rename = "agent.session.turn.in_progress")]
-    TurnInProgress { session_id: String, turn_id: String, turn: Turn },
+    TurnInProgress { session_id: SessionId, turn_id: TurnId, turn: Turn },
     #[serde(rename = "agent.session.turn.completed")]
-    TurnCompleted { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    TurnCompleted { session_id: SessionId, turn_id: TurnId, turn: Turn, usage: Option<TokenUsage> },
     #[serde(rename = "agent.session.turn.failed")]
-    TurnFailed { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    TurnFailed { session_id: SessionId, turn_id: TurnId, turn: Turn, usage: Option<TokenUsage> },
     #[serde(rename = "agent.session.turn.cancelled")]
-    TurnCancelled { session_id: String, turn_id: String, turn: Turn, usage: Option<TokenUsage> },
+    TurnCancelled { session_id: SessionId, turn_id: TurnId, turn: Turn, usage: Option<TokenUsage> },
     #[serde(rename = "agent.session.turn.item.added")]
-    ItemAdded { session_id: String, turn_id: String, output_index: Option<i64>, item: Item },
+    ItemAdded { session_id: SessionId, turn_id: TurnId, output_index: Option<i64>, item: Item },
     #[serde(rename = "agent.session.turn.item.done")]
-    ItemDone { session_id: String, turn_id: String, output_index: i64, item: Item },
+    ItemDone { session_id: SessionId, turn_id: TurnId, output_index: i64, item: Item },
     #[serde(rename = "agent.session.turn.output_text.delta")]
     OutputTextDelta {
-        session_id: String,
-        turn_id: String,
+        session_id: SessionId,
+        turn_id: TurnId,
         item_id: String,
         output_index: i64,
         content_index: i64,
@@ -68,35 +69,35 @@ pub enum EventBody {
     },
     #[serde(rename = "agent.session.turn.output_text.done")]
     OutputTextDone {
-        session_id: String,
-        turn_id: String,
+        session_id: SessionId,
+        turn_id: TurnId,
         item_id: String,
         output_index: i64,
         content_index: i64,
         text: String,
     },
     #[serde(rename = "agent.output.command_execution_output.delta")]
-    CommandOutputDelta { session_id: String, turn_id: String, item_id: String, output_index: i64, delta: String },
+    CommandOutputDelta { session_id: SessionId, turn_id: TurnId, item_id: String, output_index: i64, delta: String },
     /// A turn waits for the environment's initialization: once when it starts
     /// waiting, then with each piece of setup output (Rebyte extension:
     /// `setup_output`, and `environment.setup` saying which step runs).
     #[serde(rename = "agent.session.environment.pending")]
     EnvironmentPending {
-        session_id: String,
-        turn_id: Option<String>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         environment: EnvironmentState,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         setup_output: Option<String>,
     },
     /// The initialization a turn waited for finished.
     #[serde(rename = "agent.session.environment.ready")]
-    EnvironmentReady { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    EnvironmentReady { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
     /// A turn attached to the environment's running sandbox (once per turn).
     #[serde(rename = "agent.session.environment.connected")]
-    EnvironmentConnected { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    EnvironmentConnected { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
     /// The environment could not be initialized (final) or its sandbox is gone.
     #[serde(rename = "agent.session.environment.failed")]
-    EnvironmentFailed { session_id: String, turn_id: Option<String>, environment: EnvironmentState },
+    EnvironmentFailed { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
 }
 
 /// The state of a session's environment in `agent.session.environment.*` events.
@@ -124,7 +125,7 @@ pub struct EnvironmentStateError {
 
 impl EventBody {
     /// The turn an event belongs to, if any.
-    pub fn turn_id(&self) -> Option<&str> {
+    pub fn turn_id(&self) -> Option<TurnId> {
         match self {
             EventBody::TurnCreated { turn_id, .. }
             | EventBody::TurnInProgress { turn_id, .. }
@@ -135,11 +136,11 @@ impl EventBody {
             | EventBody::ItemDone { turn_id, .. }
             | EventBody::OutputTextDelta { turn_id, .. }
             | EventBody::OutputTextDone { turn_id, .. }
-            | EventBody::CommandOutputDelta { turn_id, .. } => Some(turn_id),
+            | EventBody::CommandOutputDelta { turn_id, .. } => Some(*turn_id),
             EventBody::EnvironmentPending { turn_id, .. }
             | EventBody::EnvironmentReady { turn_id, .. }
             | EventBody::EnvironmentConnected { turn_id, .. }
-            | EventBody::EnvironmentFailed { turn_id, .. } => turn_id.as_deref(),
+            | EventBody::EnvironmentFailed { turn_id, .. } => *turn_id,
             _ => None,
         }
     }

@@ -23,6 +23,12 @@ pub enum Kind {
     SkillVersion,
     /// `file-…` (the Files API; the client's examples use a hyphen).
     File,
+    /// `env_…`: an environment.
+    Environment,
+    /// `file_…`: one file of an environment's listing.
+    EnvironmentFile,
+    /// `art_…`: a session's artifact.
+    Artifact,
 }
 
 impl Kind {
@@ -35,6 +41,9 @@ impl Kind {
             Kind::Skill => "skill_",
             Kind::SkillVersion => "skillver_",
             Kind::File => "file-",
+            Kind::Environment => "env_",
+            Kind::EnvironmentFile => "file_",
+            Kind::Artifact => "art_",
         }
     }
 
@@ -50,24 +59,150 @@ impl Kind {
     }
 }
 
-/// A new Session id (a UUID, version 4).
-pub fn new_session_id() -> Uuid {
-    Uuid::new_v4()
+/// Ids that are UUIDs on one API and a prefixed UUID on another: shown
+/// hyphenated, (de)serialized as that string, and parsed only here.
+macro_rules! uuid_id {
+    ($(#[$doc:meta])* $name:ident, $prefix:ident, $alias:ident, $parse_alias:ident) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(Uuid);
+
+        impl $name {
+            /// A new random id (a UUID, version 4).
+            #[allow(clippy::new_without_default)]
+            pub fn new() -> Self {
+                Self(Uuid::new_v4())
+            }
+
+            /// The id of a UUID a store kept.
+            pub fn from_uuid(uuid: Uuid) -> Self {
+                Self(uuid)
+            }
+
+            /// Its UUID (what a store binds).
+            pub fn uuid(self) -> Uuid {
+                self.0
+            }
+
+            /// Parses the bare form (a hyphenated UUID, as the Session API shows it).
+            pub fn parse(id: &str) -> Option<Self> {
+                Uuid::parse_str(id).ok().filter(|_| id.len() == 36).map(Self)
+            }
+
+            /// Parses the prefixed form.
+            pub fn $parse_alias(id: &str) -> Option<Self> {
+                id.strip_prefix($prefix).and_then(Self::parse)
+            }
+
+            /// The prefixed form.
+            pub fn $alias(self) -> String {
+                format!("{}{}", $prefix, self.0)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_str(&self.0.hyphenated())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let id = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                Self::parse(&id).ok_or_else(|| serde::de::Error::custom(format!("'{id}' is not a UUID")))
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                "Uuid".into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string", "format": "uuid"})
+            }
+        }
+    };
 }
 
-/// Parses a Session id as the Session API shows it (a bare UUID).
-pub fn parse_session_id(id: &str) -> Option<Uuid> {
-    Uuid::parse_str(id).ok().filter(|_| id.len() == 36)
+uuid_id!(
+    /// A Session: a UUID on the Session API, `conv_<uuid>` on the
+    /// Conversations and Responses APIs (the same row).
+    SessionId,
+    CONVERSATION_PREFIX,
+    conversation,
+    parse_conversation
+);
+
+uuid_id!(
+    /// A Turn: a UUID on the Session API, `resp_<uuid>` on the Responses API.
+    TurnId,
+    RESPONSE_PREFIX,
+    response,
+    parse_response
+);
+
+/// An Environment (`env_` and 32 hex digits).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct EnvironmentId(String);
+
+impl EnvironmentId {
+    const PREFIX: &'static str = "env_";
+
+    /// A new random environment id.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        Self(format!("{}{}", Self::PREFIX, Uuid::new_v4().simple()))
+    }
+
+    /// Parses `env_<32 hex digits>`.
+    pub fn parse(id: &str) -> Option<Self> {
+        id.strip_prefix(Self::PREFIX)
+            .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| Self(id.to_string()))
+    }
+
+    /// The id as shown.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
-/// Parses a Conversation id (`conv_<uuid>`) into its Session UUID.
-pub fn parse_conversation_id(id: &str) -> Option<Uuid> {
-    id.strip_prefix(CONVERSATION_PREFIX).and_then(parse_session_id)
+impl std::fmt::Display for EnvironmentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
-/// The Conversation id of a Session.
-pub fn conversation_id(session: Uuid) -> String {
-    format!("{CONVERSATION_PREFIX}{session}")
+impl TryFrom<String> for EnvironmentId {
+    type Error = String;
+
+    fn try_from(id: String) -> Result<Self, String> {
+        Self::parse(&id).ok_or_else(|| format!("'{id}' is not an environment id"))
+    }
+}
+
+impl From<EnvironmentId> for String {
+    fn from(id: EnvironmentId) -> String {
+        id.0
+    }
+}
+
+impl schemars::JsonSchema for EnvironmentId {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EnvironmentId".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string"})
+    }
 }
 
 /// An event's id: its sequence number (ordered across the server), shown as
@@ -123,11 +258,26 @@ mod tests {
 
     #[test]
     fn conversation_ids_round_trip_to_the_session_uuid() {
-        let id = new_session_id();
-        assert_eq!(parse_conversation_id(&conversation_id(id)), Some(id));
-        assert_eq!(parse_conversation_id(&id.to_string()), None);
-        assert_eq!(parse_session_id("conv_x"), None);
-        assert_eq!(parse_session_id(&id.simple().to_string()), None);
+        let id = SessionId::new();
+        assert_eq!(SessionId::parse_conversation(&id.conversation()), Some(id));
+        assert_eq!(SessionId::parse_conversation(&id.to_string()), None);
+        assert_eq!(SessionId::parse("conv_x"), None);
+        assert_eq!(SessionId::parse(&id.uuid().simple().to_string()), None);
+        let turn = TurnId::new();
+        assert_eq!(TurnId::parse_response(&turn.response()), Some(turn));
+        assert_eq!(serde_json::to_value(turn).unwrap(), serde_json::json!(turn.to_string()));
+        assert_eq!(serde_json::from_value::<TurnId>(serde_json::json!(turn.to_string())).unwrap(), turn);
+        assert!(serde_json::from_value::<TurnId>(serde_json::json!("resp_x")).is_err());
+    }
+
+    #[test]
+    fn environment_ids_have_their_shape() {
+        let env = EnvironmentId::new();
+        assert_eq!(EnvironmentId::parse(env.as_str()), Some(env.clone()));
+        for bad in ["env_", "env_../../x", "agent_0123456789abcdef0123456789abcdef"] {
+            assert_eq!(EnvironmentId::parse(bad), None, "{bad}");
+        }
+        assert!(serde_json::from_value::<EnvironmentId>(serde_json::json!("env_1")).is_err());
     }
 
     #[test]

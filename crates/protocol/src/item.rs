@@ -1,6 +1,7 @@
 //! Items: what a session's history is made of — messages, function calls and
 //! their outputs, MCP calls and command executions — in the client's shapes.
 
+use crate::ids::TurnId;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -55,7 +56,7 @@ pub enum Phase {
 pub enum Item {
     Message {
         id: String,
-        turn_id: String,
+        turn_id: TurnId,
         role: Role,
         status: ItemStatus,
         content: Vec<Content>,
@@ -64,7 +65,7 @@ pub enum Item {
     },
     FunctionCall {
         id: String,
-        turn_id: String,
+        turn_id: TurnId,
         call_id: String,
         name: String,
         /// The parsed JSON arguments, or the raw string when the model emitted invalid JSON.
@@ -73,7 +74,7 @@ pub enum Item {
     },
     FunctionCallOutput {
         id: String,
-        turn_id: String,
+        turn_id: TurnId,
         call_id: String,
         /// A string or a list of content parts.
         output: Option<Value>,
@@ -82,7 +83,7 @@ pub enum Item {
     },
     McpCall {
         id: String,
-        turn_id: String,
+        turn_id: TurnId,
         /// Rebyte extension: the model's call id, to rebuild the history.
         call_id: String,
         server_label: String,
@@ -94,7 +95,7 @@ pub enum Item {
     },
     CommandExecution {
         id: String,
-        turn_id: String,
+        turn_id: TurnId,
         /// Rebyte extension: the model's call id, to rebuild the history.
         call_id: String,
         command: String,
@@ -117,13 +118,13 @@ impl Item {
         }
     }
 
-    pub fn turn_id(&self) -> &str {
+    pub fn turn_id(&self) -> TurnId {
         match self {
             Item::Message { turn_id, .. }
             | Item::FunctionCall { turn_id, .. }
             | Item::FunctionCallOutput { turn_id, .. }
             | Item::McpCall { turn_id, .. }
-            | Item::CommandExecution { turn_id, .. } => turn_id,
+            | Item::CommandExecution { turn_id, .. } => *turn_id,
         }
     }
 

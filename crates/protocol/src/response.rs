@@ -10,16 +10,6 @@ use serde_json::{Value, json};
 /// Prefix of a turn seen through the Responses API.
 pub use crate::ids::RESPONSE_PREFIX;
 
-/// The Responses id of a turn.
-pub fn response_id(turn_id: &str) -> String {
-    format!("{RESPONSE_PREFIX}{turn_id}")
-}
-
-/// The turn id inside a Responses id.
-pub fn parse_response_id(id: &str) -> Option<uuid::Uuid> {
-    id.strip_prefix(RESPONSE_PREFIX).and_then(crate::ids::parse_session_id)
-}
-
 /// A response's status. A turn waiting for client function results is a
 /// completed response whose output ends with those `function_call` items:
 /// the caller answers with `function_call_output` input, as with OpenAI.
@@ -155,7 +145,7 @@ pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value
     let error = turn.error.as_ref().map(|e| json!({"code": error_code(&e.code), "message": e.message, "type": e.code}));
     let completed_at = if waiting { turn.started_at.or(Some(turn.created_at)) } else { turn.completed_at };
     json!({
-        "id": response_id(&turn.id),
+        "id": turn.id.response(),
         "object": "response",
         "created_at": turn.created_at,
         "status": status(turn.status),
@@ -172,7 +162,7 @@ pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value
         "top_p": null,
         "background": ctx.background || turn.background,
         "completed_at": completed_at,
-        "conversation": {"id": crate::ids::CONVERSATION_PREFIX.to_string() + &turn.session_id},
+        "conversation": {"id": turn.session_id.conversation()},
         "usage": turn.usage.as_ref().map(usage),
     })
 }

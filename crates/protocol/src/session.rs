@@ -6,10 +6,10 @@ use crate::agent::{
     AgentConfig, AgentText, AgentTextParam, Compaction, Experimental, ExperimentalPatch, MultiAgentConfig, Patch,
     Reasoning, ServiceTier,
 };
+use crate::ids::SessionId;
 use crate::tool::{Tool, ToolParam};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use uuid::Uuid;
 
 /// The environment a session create asks for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -280,7 +280,7 @@ pub struct OutputTokensDetails {
 /// A session as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionRecord {
-    pub id: Uuid,
+    pub id: SessionId,
     pub created_at: i64,
     pub last_active_at: i64,
     pub metadata: Metadata,
@@ -316,6 +316,27 @@ pub struct SessionState {
 }
 
 impl SessionRecord {
+    /// A new idle session of `agent`, created `at`, with no environment.
+    pub fn new(agent: SessionAgent, metadata: Metadata, at: i64) -> Self {
+        Self {
+            id: SessionId::new(),
+            created_at: at,
+            last_active_at: at,
+            metadata,
+            agent,
+            environment: SessionEnvironment::None,
+            status: SessionStatus::Idle,
+            error: None,
+            vault_ids: Vec::new(),
+            prompt_cache_options: None,
+            review: Default::default(),
+            usage: None,
+            required_actions: Vec::new(),
+            environment_role: Default::default(),
+            sealed_mcp_secrets: None,
+        }
+    }
+
     /// The engine-owned state of this record.
     pub fn state(&self) -> SessionState {
         SessionState {

@@ -1,5 +1,6 @@
 //! Turns (= Responses = Messages): one agent run of model steps and tool calls.
 
+use crate::ids::{SessionId, TurnId};
 use crate::session::{PromptCacheOptions, TokenUsage};
 use serde::{Deserialize, Serialize};
 
@@ -49,10 +50,10 @@ impl TurnError {
 /// The Turn resource (`agent.session.turn`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Turn {
-    pub id: String,
+    pub id: TurnId,
     pub object: String,
     pub agent_id: String,
-    pub session_id: String,
+    pub session_id: SessionId,
     pub status: TurnStatus,
     pub created_at: i64,
     pub started_at: Option<i64>,
@@ -68,12 +69,12 @@ pub struct Turn {
 
 impl Turn {
     /// A new queued turn.
-    pub fn queued(id: uuid::Uuid, session_id: uuid::Uuid, agent_id: &str, at: i64) -> Self {
+    pub fn queued(id: TurnId, session_id: SessionId, agent_id: &str, at: i64) -> Self {
         Self {
-            id: id.to_string(),
+            id,
             object: "agent.session.turn".into(),
             agent_id: agent_id.into(),
-            session_id: session_id.to_string(),
+            session_id,
             status: TurnStatus::Queued,
             created_at: at,
             started_at: None,

@@ -6,9 +6,9 @@ use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
+use protocol::ids::{SessionId, TurnId};
 use protocol::list::{MAX_LIMIT, Order, PageRequest};
 use serde::de::DeserializeOwned;
-use uuid::Uuid;
 
 /// A JSON body. An empty body reads as `{}`.
 pub struct Json<T>(pub T);
@@ -148,14 +148,19 @@ impl ListQuery {
 }
 
 /// Parses a Session id from a path segment.
-pub fn session_id(raw: &str) -> ApiResult<Uuid> {
-    protocol::ids::parse_session_id(raw)
+pub fn session_id(raw: &str) -> ApiResult<SessionId> {
+    SessionId::parse(raw)
         .ok_or_else(|| ApiError::invalid("session_id", format!("'{raw}' is not a session id: expected a UUID")))
 }
 
 /// Parses a Conversation id (`conv_<uuid>`) from a path segment.
-pub fn conversation_id(raw: &str) -> ApiResult<Uuid> {
-    protocol::ids::parse_conversation_id(raw).ok_or_else(|| {
+pub fn conversation_id(raw: &str) -> ApiResult<SessionId> {
+    SessionId::parse_conversation(raw).ok_or_else(|| {
         ApiError::invalid("conversation_id", format!("'{raw}' is not a conversation id: expected conv_<uuid>"))
     })
+}
+
+/// Parses a Turn id from a path segment; one that is not a UUID names no turn (404).
+pub fn turn_id(raw: &str) -> ApiResult<TurnId> {
+    TurnId::parse(raw).ok_or_else(|| app::Error::not_found("turn", raw).into())
 }

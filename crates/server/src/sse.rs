@@ -5,12 +5,12 @@
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::stream::{self, Stream, StreamExt};
 use protocol::event::{Event, EventBody};
+use protocol::ids::{SessionId, TurnId};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use store::Store;
 use tokio::sync::broadcast::{self, error::RecvError};
-use uuid::Uuid;
 
 /// Events read from the store per catch-up query.
 const REPLAY_BATCH: u32 = 500;
@@ -21,13 +21,13 @@ pub enum Until {
     /// Never: the standing stream.
     Forever,
     /// After the session reports idle or failed once this turn has ended.
-    TurnEnds(String),
+    TurnEnds(TurnId),
 }
 
 struct State {
     store: Arc<dyn Store>,
     engine: engine::Engine,
-    session_id: Uuid,
+    session_id: SessionId,
     rx: broadcast::Receiver<Arc<Event>>,
     /// The last sequence number sent (or to start after).
     last: i64,
@@ -79,7 +79,7 @@ impl State {
     fn note(&mut self, event: &Event) {
         self.last = self.last.max(event.event_id.seq());
         if let Until::TurnEnds(turn_id) = &self.until {
-            if event.body.ends_turn() && event.body.turn_id() == Some(turn_id) {
+            if event.body.ends_turn() && event.body.turn_id() == Some(*turn_id) {
                 self.turn_ended = true;
             }
             if self.turn_ended && matches!(event.body, EventBody::SessionIdle { .. } | EventBody::SessionFailed { .. })
@@ -107,7 +107,7 @@ fn frame(event: &Event) -> SseEvent {
 pub fn events(
     store: Arc<dyn Store>,
     engine: engine::Engine,
-    session_id: Uuid,
+    session_id: SessionId,
     (rx, floor): (broadcast::Receiver<Arc<Event>>, i64),
     after: Option<i64>,
     until: Until,

@@ -32,11 +32,11 @@ use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
 use protocol::event::Event;
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::session::{SessionRecord, SessionState};
 use protocol::turn::Turn;
-use uuid::Uuid;
 
 /// One page of a list, in the requested order.
 #[derive(Debug, Clone)]
@@ -83,11 +83,11 @@ pub enum Write {
     /// Inserts or replaces a turn.
     Turn { org_id: String, turn: Turn },
     /// Inserts or replaces an item.
-    Item { org_id: String, session_id: Uuid, item: Item },
+    Item { org_id: String, session_id: SessionId, item: Item },
     /// Writes a session's engine-owned state.
-    SessionState { org_id: String, session_id: Uuid, state: SessionState },
+    SessionState { org_id: String, session_id: SessionId, state: SessionState },
     /// Appends events whose ids were already assigned (`evt_<sequence>`).
-    Event { session_id: Uuid, event: std::sync::Arc<Event> },
+    Event { session_id: SessionId, event: std::sync::Arc<Event> },
 }
 
 /// A file a session published from its output directory.
@@ -97,8 +97,8 @@ pub struct Artifact {
     pub object: String,
     pub created_at: i64,
     pub environment_id: String,
-    pub session_id: String,
-    pub turn_id: String,
+    pub session_id: SessionId,
+    pub turn_id: TurnId,
     /// Relative to the session's output directory.
     pub path: String,
     pub size_bytes: u64,
@@ -143,7 +143,7 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_agent(&self, org_id: &str, id: &str) -> Result<bool>;
 
     async fn create_session(&self, org_id: &str, session: &SessionRecord) -> Result<()>;
-    async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>>;
+    async fn get_session(&self, org_id: &str, id: SessionId) -> Result<Option<SessionRecord>>;
     /// Replaces a session's configuration (metadata, agent, review …) keeping
     /// the engine-owned state as stored; false when it no longer exists.
     async fn put_session(&self, org_id: &str, session: &SessionRecord) -> Result<bool>;
@@ -154,10 +154,10 @@ pub trait Store: Send + Sync + 'static {
         page: &PageRequest,
     ) -> Result<Page<SessionRecord>>;
     /// Deletes a session with its turns, items and events.
-    async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool>;
+    async fn delete_session(&self, org_id: &str, id: SessionId) -> Result<bool>;
 
-    async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>>;
-    async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>>;
+    async fn get_turn(&self, org_id: &str, id: TurnId) -> Result<Option<Turn>>;
+    async fn list_turns(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Turn>>;
     /// Turns of every organization that never reached a terminal status:
     /// (organization id, turn).
     async fn open_turns(&self) -> Result<Vec<(String, Turn)>>;
@@ -166,16 +166,16 @@ pub trait Store: Send + Sync + 'static {
     async fn list_items(
         &self,
         org_id: &str,
-        session_id: Uuid,
-        turn_id: Option<&str>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         page: &PageRequest,
     ) -> Result<Page<Item>>;
     /// Every item of one turn, oldest first.
-    async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>>;
+    async fn turn_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<Vec<Item>>;
     /// The items of a session's finished turns, turn by turn, oldest first:
     /// the history a new turn starts from (input queued for later turns is
     /// left out, as they are not finished).
-    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>>;
+    async fn history(&self, org_id: &str, session_id: SessionId) -> Result<Vec<Item>>;
 
     /// Inserts or replaces an environment of `org_id`.
     async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()>;
@@ -194,10 +194,10 @@ pub trait Store: Send + Sync + 'static {
     /// second one for the same path in the same turn is ignored.
     async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()>;
     /// (path, sha256) of a session's artifacts, oldest first.
-    async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>>;
-    async fn list_artifacts(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Artifact>>;
-    async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>>;
-    async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool>;
+    async fn artifact_hashes(&self, org_id: &str, session_id: SessionId) -> Result<Vec<(String, String)>>;
+    async fn list_artifacts(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Artifact>>;
+    async fn get_artifact(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<Option<(Artifact, Vec<u8>)>>;
+    async fn delete_artifact(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool>;
 
     /// A writer of the journal's batches, with a connection of its own, for
     /// one blocking thread to own.
@@ -206,12 +206,12 @@ pub trait Store: Send + Sync + 'static {
     async fn max_event_seq(&self) -> Result<i64>;
 
     /// A session's events after the given sequence number, oldest first.
-    async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>>;
+    async fn events_after(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>>;
 
     /// Records an idempotency key; false when it was already recorded.
-    async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool>;
+    async fn claim_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str, at: i64) -> Result<bool>;
     /// Forgets a claimed key (its submission failed, so it never happened).
-    async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()>;
+    async fn release_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str) -> Result<()>;
 
     // ---- Vaults and credentials (sql/vaults.rs). Credentials hold
     // only sealed (encrypted) secrets; `metadata` lists are exact matches. ----

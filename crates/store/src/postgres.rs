@@ -14,12 +14,12 @@
 use crate::session_cache::SessionCache;
 use crate::sql::{Backend, Dialect, Doc, Sql, SqlStore, exec_glue, keep_state};
 use crate::{BatchWriter, Error, Result};
+use protocol::ids::SessionId;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection, PgPool};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
-use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
@@ -56,7 +56,7 @@ impl Backend for PgDb {
         metadata,
     };
 
-    async fn put_session(&self, org_id: &str, id: Uuid, doc: Doc) -> Result<bool> {
+    async fn put_session(&self, org_id: &str, id: SessionId, doc: Doc) -> Result<bool> {
         let mut tx = self.pool.begin().await?;
         let keep = |stored: &str| keep_state(&doc.0, stored);
         let done = crate::postgres_batch::rewrite_session(&mut tx, org_id, id, keep).await?;

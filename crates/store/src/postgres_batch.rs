@@ -16,12 +16,12 @@
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Result, Write};
+use protocol::ids::SessionId;
 use protocol::session::SessionState;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use uuid::Uuid;
 
 /// How long one call keeps retrying a batch while the database is
 /// unreachable (a blip passes unnoticed; a longer outage is the journal's).
@@ -153,7 +153,7 @@ struct Rows<'a> {
     event_seqs: Vec<i64>,
     event_sessions: Vec<String>,
     event_docs: Vec<String>,
-    states: Vec<(&'a str, Uuid, &'a SessionState)>,
+    states: Vec<(&'a str, SessionId, &'a SessionState)>,
 }
 
 /// Text columns of one table's rows, the first being the row's id.
@@ -192,9 +192,9 @@ impl<'a> Rows<'a> {
         for write in writes {
             match write {
                 Write::Turn { org_id, turn } => rows.turns.put([
-                    turn.id.clone(),
+                    turn.id.to_string(),
                     org_id.clone(),
-                    turn.session_id.clone(),
+                    turn.session_id.to_string(),
                     turn.status.as_str().to_string(),
                     json(turn)?,
                 ]),
@@ -255,7 +255,7 @@ SELECT 1";
 pub(crate) async fn rewrite_session(
     conn: &mut PgConnection,
     org_id: &str,
-    session_id: Uuid,
+    session_id: SessionId,
     merge: impl FnOnce(&str) -> Result<String>,
 ) -> std::result::Result<bool, sqlx::Error> {
     let stored: Option<(String,)> = sqlx::query_as("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2 FOR UPDATE")

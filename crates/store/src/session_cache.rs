@@ -6,17 +6,17 @@
 //! It is per process: a second process writing the same file would not be
 //! seen (the server is the only writer of sessions).
 
+use protocol::ids::SessionId;
 use protocol::session::{SessionRecord, SessionState};
 use std::collections::HashMap;
 use std::sync::Mutex;
-use uuid::Uuid;
 
 /// Entries kept at most; past that the cache starts over.
 const CAPACITY: usize = 50_000;
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<Uuid, (String, SessionRecord)>,
+    entries: HashMap<SessionId, (String, SessionRecord)>,
     /// Bumped by every invalidation.
     generation: u64,
 }
@@ -49,7 +49,7 @@ impl SessionCache {
     }
 
     /// The cached record, or the generation to pass to [`Self::fill`].
-    pub fn get(&self, org_id: &str, id: Uuid) -> Result<SessionRecord, u64> {
+    pub fn get(&self, org_id: &str, id: SessionId) -> Result<SessionRecord, u64> {
         let inner = self.lock();
         match inner.entries.get(&id) {
             Some((org, record)) if org == org_id => Ok(record.clone()),
@@ -76,7 +76,7 @@ impl SessionCache {
     /// Applies the engine's committed state writes to cached records (as the
     /// store applied them to the stored documents), so the next read of a
     /// session that just ran a turn needs no trip to SQLite.
-    pub fn set_states<'a>(&self, states: impl IntoIterator<Item = (&'a str, Uuid, &'a SessionState)>) {
+    pub fn set_states<'a>(&self, states: impl IntoIterator<Item = (&'a str, SessionId, &'a SessionState)>) {
         let mut inner = self.lock();
         for (org_id, id, state) in states {
             if let Some((org, record)) = inner.entries.get_mut(&id)
@@ -89,7 +89,7 @@ impl SessionCache {
     }
 
     /// Forgets sessions after a write to them committed.
-    pub fn invalidate(&self, ids: impl IntoIterator<Item = Uuid>) {
+    pub fn invalidate(&self, ids: impl IntoIterator<Item = SessionId>) {
         let mut inner = self.lock();
         for id in ids {
             inner.entries.remove(&id);
@@ -102,32 +102,17 @@ impl SessionCache {
 mod tests {
     use super::*;
     use protocol::agent::AgentConfig;
-    use protocol::session::{SessionAgent, SessionEnvironment, SessionStatus};
+    use protocol::session::{SessionAgent, SessionStatus};
 
-    fn record(id: Uuid, status: SessionStatus) -> SessionRecord {
-        SessionRecord {
-            id,
-            created_at: 0,
-            last_active_at: 0,
-            metadata: Default::default(),
-            agent: SessionAgent { id: "a".into(), version: None, name: None, config: AgentConfig::default() },
-            environment: SessionEnvironment::None,
-            status,
-            error: None,
-            vault_ids: Vec::new(),
-            prompt_cache_options: None,
-            review: Default::default(),
-            usage: None,
-            required_actions: Vec::new(),
-            environment_role: Default::default(),
-            sealed_mcp_secrets: None,
-        }
+    fn record(id: SessionId, status: SessionStatus) -> SessionRecord {
+        let agent = SessionAgent { id: "a".into(), version: None, name: None, config: AgentConfig::default() };
+        SessionRecord { id, status, ..SessionRecord::new(agent, Default::default(), 0) }
     }
 
     #[test]
     fn a_read_that_raced_a_write_does_not_fill_the_cache() {
         let cache = SessionCache::default();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let generation = cache.get("org", id).unwrap_err();
         // A write commits and invalidates while the read was in flight.
         cache.invalidate([id]);
@@ -144,7 +129,7 @@ mod tests {
     #[test]
     fn committed_state_writes_update_the_cached_record() {
         let cache = SessionCache::default();
-        let id = Uuid::new_v4();
+        let id = SessionId::new();
         let generation = cache.get("org", id).unwrap_err();
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
         let mut state = record(id, SessionStatus::InProgress).state();
@@ -152,7 +137,7 @@ mod tests {
         // Another organization's write names the same id: not applied.
         cache.set_states([("other-org", id, &record(id, SessionStatus::Failed).state())]);
         assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::Idle);
-        let generation = cache.get("org", Uuid::new_v4()).unwrap_err();
+        let generation = cache.get("org", SessionId::new()).unwrap_err();
         cache.set_states([("org", id, &state)]);
         let cached = cache.get("org", id).unwrap();
         assert_eq!((cached.status, cached.last_active_at), (SessionStatus::InProgress, 42));

@@ -7,13 +7,13 @@
 use crate::session_cache::SessionCache;
 use crate::sql::{Backend, Dialect, Doc, Exec, Sql, SqlStore, exec_glue};
 use crate::{BatchWriter, Error, Result};
+use protocol::ids::SessionId;
 use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
-use uuid::Uuid;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 
@@ -37,7 +37,7 @@ impl Backend for SqliteDb {
         metadata,
     };
 
-    async fn put_session(&self, org_id: &str, id: Uuid, doc: Doc) -> Result<bool> {
+    async fn put_session(&self, org_id: &str, id: SessionId, doc: Doc) -> Result<bool> {
         // One statement: json_set keeps the stored engine-owned fields.
         let sql = Sql::new(
             "UPDATE sessions SET doc = json_set($1, \

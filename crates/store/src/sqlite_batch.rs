@@ -87,12 +87,24 @@ fn apply(conn: &Connection, write: &Write) -> Result<()> {
         Write::Turn { org_id, turn } => run(
             "INSERT INTO turns (id, org_id, session_id, status, doc) VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT(id) DO UPDATE SET status = excluded.status, doc = excluded.doc",
-            params![turn.id, org_id, turn.session_id, turn.status.as_str(), serde_json::to_string(turn)?],
+            params![
+                turn.id.to_string(),
+                org_id,
+                turn.session_id.to_string(),
+                turn.status.as_str(),
+                serde_json::to_string(turn)?
+            ],
         ),
         Write::Item { org_id, session_id, item } => run(
             "INSERT INTO items (id, org_id, session_id, turn_id, doc) VALUES (?, ?, ?, ?, ?) \
              ON CONFLICT(id) DO UPDATE SET doc = excluded.doc",
-            params![item.id(), org_id, session_id.to_string(), item.turn_id(), serde_json::to_string(item)?],
+            params![
+                item.id(),
+                org_id,
+                session_id.to_string(),
+                item.turn_id().to_string(),
+                serde_json::to_string(item)?
+            ],
         ),
         Write::SessionState { org_id, session_id, state } => run(
             "UPDATE sessions SET doc = json_set(doc, '$.status', json(?), '$.error', json(?), \

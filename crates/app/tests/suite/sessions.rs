@@ -60,8 +60,8 @@ async fn the_first_input_is_a_queued_turn_the_next_read_sees() {
     let created = t.app.sessions(&t.org).create(new).await.unwrap();
     let turn = created.turn.unwrap();
     let listed = t.app.turns(&t.org).list(created.session.id, &PageRequest::default()).await.unwrap();
-    assert_eq!(listed.items.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), vec![turn.id.clone()]);
-    let got = t.app.turns(&t.org).get(created.session.id, &turn.id).await.unwrap();
+    assert_eq!(listed.items.iter().map(|t| t.id).collect::<Vec<_>>(), vec![turn.id]);
+    let got = t.app.turns(&t.org).get(created.session.id, turn.id).await.unwrap();
     assert_eq!(got.id, turn.id);
 }
 

@@ -7,13 +7,13 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{self, Json, ListQuery};
 use crate::routes::responses;
 use crate::state::AppState;
+use app::responses::input::conversation_items;
 use app::sessions::NewSession;
 use axum::extract::RawQuery;
 use axum::extract::{Path, State};
 use protocol::admin::Scope;
 use protocol::agent::Patch;
 use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
-use protocol::item::{Content, InputContent, Role};
 use protocol::response as view;
 use protocol::session::SessionRecord;
 use protocol::validate;
@@ -31,7 +31,7 @@ pub async fn create(
     Json(req): Json<ConversationCreate>,
 ) -> ApiResult<axum::Json<Conversation>> {
     auth.require(Scope::TasksWrite)?;
-    let initial = parse_items(req.items.unwrap_or_default())?;
+    let initial = conversation_items(req.items.unwrap_or_default())?;
     let new = NewSession::conversation(req.metadata.unwrap_or_default(), initial);
     let created = state.app.sessions(&auth.org_id).create(new).await?;
     Ok(axum::Json(Conversation::of(&created.session)))
@@ -79,50 +79,6 @@ pub async fn delete(
     Ok(axum::Json(ConversationDeleted { id, object: "conversation.deleted".into(), deleted: true }))
 }
 
-/// Parses conversation items to add: messages only (`user`, `system` and
-/// `developer` become user input; `assistant` text is kept as the assistant's).
-fn parse_items(items: Vec<Value>) -> ApiResult<Vec<(Role, Vec<Content>)>> {
-    if items.len() > 20 {
-        return Err(ApiError::invalid("items", "at most 20 items can be added at a time"));
-    }
-    items
-        .into_iter()
-        .enumerate()
-        .map(|(i, item)| {
-            let kind = item.get("type").and_then(Value::as_str).unwrap_or("message");
-            if kind != "message" {
-                return Err(ApiError::unsupported(
-                    format!("items[{i}].type"),
-                    format!("items of type '{kind}' cannot be added"),
-                ));
-            }
-            let role = match item.get("role").and_then(Value::as_str) {
-                Some("user" | "system" | "developer") => Role::User,
-                Some("assistant") => Role::Assistant,
-                other => {
-                    return Err(ApiError::invalid(format!("items[{i}].role"), format!("unsupported role {other:?}")));
-                }
-            };
-            let content: InputContent = serde_json::from_value(item.get("content").cloned().unwrap_or(Value::Null))
-                .map_err(|e| ApiError::invalid(format!("items[{i}].content"), e.to_string()))?;
-            let mut parts = content.into_parts();
-            if role == Role::Assistant {
-                parts = parts
-                    .into_iter()
-                    .map(|p| match p {
-                        Content::InputText { text } => Content::OutputText { text },
-                        other => other,
-                    })
-                    .collect();
-            }
-            if parts.is_empty() {
-                return Err(ApiError::invalid(format!("items[{i}].content"), "content must not be empty"));
-            }
-            Ok((role, parts))
-        })
-        .collect()
-}
-
 /// `POST /v1/conversations/{id}/items`.
 #[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -139,7 +95,7 @@ pub async fn create_items(
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksWrite)?;
     let session = load(&state, &auth, &id).await?;
-    let messages = parse_items(req.items)?;
+    let messages = conversation_items(req.items)?;
     let items = state.app.sessions(&auth.org_id).append(&session, messages).await?;
     let data = items.iter().filter_map(view::conversation_item).collect();
     Ok(axum::Json(responses::list(data, false)))

@@ -21,7 +21,7 @@ pub async fn list(
     let session = extract::session_id(&id)?;
     let q = ListQuery::parse(q.as_deref(), &[])?;
     let page = state.app.turns(&auth.org_id).list(session, &q.page).await?;
-    Ok(axum::Json(List::new(page.items, page.has_more, |t: &Turn| t.id.clone())))
+    Ok(axum::Json(List::new(page.items, page.has_more, |t: &Turn| t.id.to_string())))
 }
 
 pub async fn retrieve(
@@ -31,7 +31,7 @@ pub async fn retrieve(
 ) -> ApiResult<axum::Json<Turn>> {
     auth.require(Scope::TasksRead)?;
     let session = state.app.sessions(&auth.org_id).get(extract::session_id(&id)?).await?;
-    Ok(axum::Json(state.app.turns(&auth.org_id).get(session.id, &turn_id).await?))
+    Ok(axum::Json(state.app.turns(&auth.org_id).get(session.id, extract::turn_id(&turn_id)?).await?))
 }
 
 async fn list_items(
@@ -44,6 +44,7 @@ async fn list_items(
     auth.require(Scope::TasksRead)?;
     let session = extract::session_id(id)?;
     let q = ListQuery::parse(q, &[])?;
+    let turn = turn.map(extract::turn_id).transpose()?;
     let page = state.app.turns(&auth.org_id).items(session, turn, &q.page).await?;
     Ok(List::new(page.items, page.has_more, |i: &Item| i.id().to_string()))
 }

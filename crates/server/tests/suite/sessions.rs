@@ -30,7 +30,7 @@ async fn create_returns_the_whole_session_resource() {
                         "metadata": {"user": "42"}}))
         .await;
     let id = session["id"].as_str().unwrap();
-    assert!(protocol::ids::parse_session_id(id).is_some(), "session ids are bare UUIDs: {id}");
+    assert!(protocol::ids::SessionId::parse(id).is_some(), "session ids are bare UUIDs: {id}");
     let expected = json!({
         "id": id, "object": "agent.session",
         "agent": {"id": "agent_inline", "version": null, "instructions": "hi", "model": "gpt-6-luna",

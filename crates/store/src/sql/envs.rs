@@ -5,8 +5,8 @@
 use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Artifact, Page, Result};
 use protocol::environment::EnvironmentRecord;
+use protocol::ids::SessionId;
 use protocol::list::PageRequest;
-use uuid::Uuid;
 
 impl<B: Backend> SqlStore<B> {
     pub(crate) async fn put_environment_impl(&self, org_id: &str, env: &EnvironmentRecord) -> Result<()> {
@@ -48,8 +48,8 @@ impl<B: Backend> SqlStore<B> {
         )
         .bind(artifact.id.as_str())
         .bind(org_id)
-        .bind(artifact.session_id.as_str())
-        .bind(artifact.turn_id.as_str())
+        .bind(artifact.session_id)
+        .bind(artifact.turn_id)
         .bind(artifact.path.as_str())
         .bind(artifact.sha256.as_str())
         .bind(Doc(serde_json::to_string(artifact)?))
@@ -57,7 +57,11 @@ impl<B: Backend> SqlStore<B> {
         self.db.execute(&sql).await.map(drop)
     }
 
-    pub(crate) async fn artifact_hashes_impl(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>> {
+    pub(crate) async fn artifact_hashes_impl(
+        &self,
+        org_id: &str,
+        session_id: SessionId,
+    ) -> Result<Vec<(String, String)>> {
         let sql = Sql::new("SELECT path, sha256 FROM artifacts WHERE org_id = $1 AND session_id = $2 ORDER BY seq")
             .bind(org_id)
             .bind(session_id);
@@ -67,7 +71,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn list_artifacts_impl(
         &self,
         org_id: &str,
-        session_id: Uuid,
+        session_id: SessionId,
         page: &PageRequest,
     ) -> Result<Page<Artifact>> {
         self.page_of("artifacts", org_id, page, |q| {
@@ -80,7 +84,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn get_artifact_impl(
         &self,
         org_id: &str,
-        session_id: Uuid,
+        session_id: SessionId,
         id: &str,
     ) -> Result<Option<(Artifact, Vec<u8>)>> {
         let sql = Sql::new("SELECT doc, content FROM artifacts WHERE id = $1 AND org_id = $2 AND session_id = $3")
@@ -90,7 +94,7 @@ impl<B: Backend> SqlStore<B> {
         self.fetch_optional::<(Doc, Vec<u8>)>(sql).await?.map(|(doc, content)| Ok((doc.parse()?, content))).transpose()
     }
 
-    pub(crate) async fn delete_artifact_impl(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool> {
+    pub(crate) async fn delete_artifact_impl(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool> {
         let sql = Sql::new("DELETE FROM artifacts WHERE id = $1 AND org_id = $2 AND session_id = $3")
             .bind(id)
             .bind(org_id)

@@ -34,6 +34,7 @@ pub(crate) use doc::{Doc, keep_state, set_state};
 
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
+use protocol::ids::{SessionId, TurnId};
 use std::sync::Arc;
 
 /// A store over one database: the backend's pool and the session read cache.
@@ -89,8 +90,14 @@ impl From<&[u8]> for Value {
     }
 }
 
-impl From<uuid::Uuid> for Value {
-    fn from(v: uuid::Uuid) -> Self {
+impl From<SessionId> for Value {
+    fn from(v: SessionId) -> Self {
+        Value::Text(v.to_string())
+    }
+}
+
+impl From<TurnId> for Value {
+    fn from(v: TurnId) -> Self {
         Value::Text(v.to_string())
     }
 }
@@ -172,7 +179,7 @@ pub(crate) trait Backend: Exec + std::fmt::Debug {
     const DIALECT: Dialect;
     /// Replaces a session's document keeping its engine-owned fields as
     /// stored; false when it no longer exists.
-    async fn put_session(&self, org_id: &str, id: uuid::Uuid, doc: Doc) -> Result<bool>;
+    async fn put_session(&self, org_id: &str, id: SessionId, doc: Doc) -> Result<bool>;
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>>;
 }
 

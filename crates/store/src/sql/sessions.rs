@@ -3,9 +3,9 @@
 
 use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Page, Result, SessionFilter};
+use protocol::ids::SessionId;
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
-use uuid::Uuid;
 
 impl<B: Backend> SqlStore<B> {
     pub(crate) async fn create_session_impl(&self, org_id: &str, session: &SessionRecord) -> Result<()> {
@@ -19,7 +19,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(())
     }
 
-    pub(crate) async fn get_session_impl(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+    pub(crate) async fn get_session_impl(&self, org_id: &str, id: SessionId) -> Result<Option<SessionRecord>> {
         let generation = match self.sessions.get(org_id, id) {
             Ok(record) => return Ok(Some(record)),
             Err(generation) => generation,
@@ -59,7 +59,7 @@ impl<B: Backend> SqlStore<B> {
         .await
     }
 
-    pub(crate) async fn delete_session_impl(&self, org_id: &str, id: Uuid) -> Result<bool> {
+    pub(crate) async fn delete_session_impl(&self, org_id: &str, id: SessionId) -> Result<bool> {
         let delete = Sql::new("DELETE FROM sessions WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
         let rows = ["turns", "items", "events", "idempotency_keys"]
             .map(|table| Sql::new(format!("DELETE FROM {table} WHERE session_id = $1")).bind(id));

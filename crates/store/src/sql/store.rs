@@ -9,6 +9,7 @@ use protocol::agent::AgentRecord;
 use protocol::environment::EnvironmentRecord;
 use protocol::event::Event;
 use protocol::file::FileObject;
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
@@ -16,7 +17,6 @@ use protocol::skill::{SkillRecord, SkillVersionRecord};
 use protocol::turn::Turn;
 use protocol::vault::{Credential, CredentialRecord, Vault};
 use std::sync::Arc;
-use uuid::Uuid;
 
 #[async_trait]
 impl<B: Backend> Store for SqlStore<B> {
@@ -80,7 +80,7 @@ impl<B: Backend> Store for SqlStore<B> {
         self.create_session_impl(org_id, session).await
     }
 
-    async fn get_session(&self, org_id: &str, id: Uuid) -> Result<Option<SessionRecord>> {
+    async fn get_session(&self, org_id: &str, id: SessionId) -> Result<Option<SessionRecord>> {
         self.get_session_impl(org_id, id).await
     }
 
@@ -97,15 +97,15 @@ impl<B: Backend> Store for SqlStore<B> {
         self.list_sessions_impl(org_id, filter, page).await
     }
 
-    async fn delete_session(&self, org_id: &str, id: Uuid) -> Result<bool> {
+    async fn delete_session(&self, org_id: &str, id: SessionId) -> Result<bool> {
         self.delete_session_impl(org_id, id).await
     }
 
-    async fn get_turn(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
+    async fn get_turn(&self, org_id: &str, id: TurnId) -> Result<Option<Turn>> {
         self.get_turn_impl(org_id, id).await
     }
 
-    async fn list_turns(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Turn>> {
+    async fn list_turns(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Turn>> {
         self.list_turns_impl(org_id, session_id, page).await
     }
 
@@ -116,18 +116,18 @@ impl<B: Backend> Store for SqlStore<B> {
     async fn list_items(
         &self,
         org_id: &str,
-        session_id: Uuid,
-        turn_id: Option<&str>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         page: &PageRequest,
     ) -> Result<Page<Item>> {
         self.list_items_impl(org_id, session_id, turn_id, page).await
     }
 
-    async fn turn_items(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+    async fn turn_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<Vec<Item>> {
         self.turn_items_impl(org_id, session_id, turn_id).await
     }
 
-    async fn history(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+    async fn history(&self, org_id: &str, session_id: SessionId) -> Result<Vec<Item>> {
         self.history_impl(org_id, session_id).await
     }
 
@@ -155,19 +155,19 @@ impl<B: Backend> Store for SqlStore<B> {
         self.put_artifact_impl(org_id, artifact, content).await
     }
 
-    async fn artifact_hashes(&self, org_id: &str, session_id: Uuid) -> Result<Vec<(String, String)>> {
+    async fn artifact_hashes(&self, org_id: &str, session_id: SessionId) -> Result<Vec<(String, String)>> {
         self.artifact_hashes_impl(org_id, session_id).await
     }
 
-    async fn list_artifacts(&self, org_id: &str, session_id: Uuid, page: &PageRequest) -> Result<Page<Artifact>> {
+    async fn list_artifacts(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Artifact>> {
         self.list_artifacts_impl(org_id, session_id, page).await
     }
 
-    async fn get_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<Option<(Artifact, Vec<u8>)>> {
+    async fn get_artifact(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<Option<(Artifact, Vec<u8>)>> {
         self.get_artifact_impl(org_id, session_id, id).await
     }
 
-    async fn delete_artifact(&self, org_id: &str, session_id: Uuid, id: &str) -> Result<bool> {
+    async fn delete_artifact(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool> {
         self.delete_artifact_impl(org_id, session_id, id).await
     }
 
@@ -179,15 +179,15 @@ impl<B: Backend> Store for SqlStore<B> {
         self.max_event_seq_impl().await
     }
 
-    async fn events_after(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
+    async fn events_after(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>> {
         self.events_after_impl(session_id, after, limit).await
     }
 
-    async fn claim_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str, at: i64) -> Result<bool> {
+    async fn claim_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str, at: i64) -> Result<bool> {
         self.claim_idempotency_key_impl(org_id, session_id, key, at).await
     }
 
-    async fn release_idempotency_key(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()> {
+    async fn release_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str) -> Result<()> {
         self.release_idempotency_key_impl(org_id, session_id, key).await
     }
 

@@ -4,20 +4,20 @@
 use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Page, Result};
 use protocol::event::Event;
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::turn::Turn;
-use uuid::Uuid;
 
 impl<B: Backend> SqlStore<B> {
-    pub(crate) async fn get_turn_impl(&self, org_id: &str, id: Uuid) -> Result<Option<Turn>> {
+    pub(crate) async fn get_turn_impl(&self, org_id: &str, id: TurnId) -> Result<Option<Turn>> {
         self.doc(Sql::new("SELECT doc FROM turns WHERE id = $1 AND org_id = $2").bind(id).bind(org_id)).await
     }
 
     pub(crate) async fn list_turns_impl(
         &self,
         org_id: &str,
-        session_id: Uuid,
+        session_id: SessionId,
         page: &PageRequest,
     ) -> Result<Page<Turn>> {
         self.page_of("turns", org_id, page, |q| {
@@ -36,8 +36,8 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn list_items_impl(
         &self,
         org_id: &str,
-        session_id: Uuid,
-        turn_id: Option<&str>,
+        session_id: SessionId,
+        turn_id: Option<TurnId>,
         page: &PageRequest,
     ) -> Result<Page<Item>> {
         self.page_of("items", org_id, page, |q| {
@@ -51,7 +51,12 @@ impl<B: Backend> SqlStore<B> {
         .await
     }
 
-    pub(crate) async fn turn_items_impl(&self, org_id: &str, session_id: Uuid, turn_id: &str) -> Result<Vec<Item>> {
+    pub(crate) async fn turn_items_impl(
+        &self,
+        org_id: &str,
+        session_id: SessionId,
+        turn_id: TurnId,
+    ) -> Result<Vec<Item>> {
         let sql = Sql::new("SELECT doc FROM items WHERE turn_id = $1 AND session_id = $2 AND org_id = $3 ORDER BY seq")
             .bind(turn_id)
             .bind(session_id)
@@ -59,7 +64,7 @@ impl<B: Backend> SqlStore<B> {
         self.docs(sql).await
     }
 
-    pub(crate) async fn history_impl(&self, org_id: &str, session_id: Uuid) -> Result<Vec<Item>> {
+    pub(crate) async fn history_impl(&self, org_id: &str, session_id: SessionId) -> Result<Vec<Item>> {
         let sql = Sql::new(
             "SELECT i.doc FROM items i JOIN turns t ON t.id = i.turn_id \
              WHERE i.session_id = $1 AND i.org_id = $2 AND t.status IN ('completed', 'failed', 'cancelled') \
@@ -75,7 +80,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(seq,)| seq))
     }
 
-    pub(crate) async fn events_after_impl(&self, session_id: Uuid, after: i64, limit: u32) -> Result<Vec<Event>> {
+    pub(crate) async fn events_after_impl(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>> {
         let sql = Sql::new("SELECT doc FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
             .bind(session_id)
             .bind(after)
@@ -86,7 +91,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn claim_idempotency_key_impl(
         &self,
         org_id: &str,
-        session_id: Uuid,
+        session_id: SessionId,
         key: &str,
         at: i64,
     ) -> Result<bool> {
@@ -103,7 +108,12 @@ impl<B: Backend> SqlStore<B> {
         .await
     }
 
-    pub(crate) async fn release_idempotency_key_impl(&self, org_id: &str, session_id: Uuid, key: &str) -> Result<()> {
+    pub(crate) async fn release_idempotency_key_impl(
+        &self,
+        org_id: &str,
+        session_id: SessionId,
+        key: &str,
+    ) -> Result<()> {
         let sql = Sql::new("DELETE FROM idempotency_keys WHERE org_id = $1 AND session_id = $2 AND key = $3")
             .bind(org_id)
             .bind(session_id)

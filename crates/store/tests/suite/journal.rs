@@ -28,7 +28,7 @@ async fn a_batch_applies_its_writes_in_order(b: &Backend) {
     let queued = turn(session.id, TurnStatus::Queued);
     let mut done = queued.clone();
     done.status = TurnStatus::Completed;
-    let item = message(&queued.id, "hello");
+    let item = message(queued.id, "hello");
     let mut state = session.state();
     state.status = SessionStatus::InProgress;
     state.last_active_at = 42;
@@ -41,10 +41,10 @@ async fn a_batch_applies_its_writes_in_order(b: &Backend) {
         event_write(2, session.id, "b"),
     ])
     .unwrap();
-    let id = queued.id.parse().unwrap();
+    let id = queued.id;
     assert_eq!(b.store.get_turn(&org_id, id).await.unwrap(), Some(done.clone()), "the later write wins");
     assert!(b.store.open_turns().await.unwrap().is_empty());
-    assert_eq!(b.store.turn_items(&org_id, session.id, &queued.id).await.unwrap(), vec![item.clone()]);
+    assert_eq!(b.store.turn_items(&org_id, session.id, queued.id).await.unwrap(), vec![item.clone()]);
     assert_eq!(b.store.history(&org_id, session.id).await.unwrap(), vec![item]);
     let events = b.store.events_after(session.id, 0, 10).await.unwrap();
     assert_eq!(events.iter().map(|e| e.event_id).collect::<Vec<_>>(), [EventId::from_seq(1), EventId::from_seq(2)]);
@@ -79,7 +79,7 @@ async fn rows_written_twice_in_a_batch_keep_their_first_place_and_last_content(b
     let org_id = org(b.store.as_ref(), "o").await;
     let session = stored_session(b.store.as_ref(), &org_id).await;
     let t = turn(session.id, TurnStatus::InProgress);
-    let (first, second) = (message(&t.id, "one"), message(&t.id, "two"));
+    let (first, second) = (message(t.id, "one"), message(t.id, "two"));
     let grown = message_with_id(&first, "one, grown");
     let mut busy = session.state();
     busy.status = SessionStatus::InProgress;
@@ -123,7 +123,7 @@ async fn a_failing_batch_leaves_nothing(b: &Backend) {
     })
     .await;
     let t = turn(session.id, TurnStatus::Queued);
-    let item = message(&t.id, "lost");
+    let item = message(t.id, "lost");
     let mut state = session.state();
     state.status = SessionStatus::Failed;
     let batch = vec![
@@ -134,13 +134,13 @@ async fn a_failing_batch_leaves_nothing(b: &Backend) {
         event_write(666, session.id, "b"),
     ];
     assert!(b.commit(batch).is_err());
-    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_none());
+    assert!(b.store.get_turn(&org_id, t.id).await.unwrap().is_none());
     assert!(b.store.list_items(&org_id, session.id, None, &super::records::asc()).await.unwrap().items.is_empty());
     assert!(b.store.events_after(session.id, 0, 10).await.unwrap().is_empty());
     assert_eq!(b.store.get_session(&org_id, session.id).await.unwrap().unwrap().status, SessionStatus::Idle);
     // The writer goes on with the next batch.
     b.commit(vec![turn_write(&org_id, &t), event_write(667, session.id, "c")]).unwrap();
-    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_some());
+    assert!(b.store.get_turn(&org_id, t.id).await.unwrap().is_some());
 }
 
 async fn configuration_and_state_writes_keep_each_others_fields(b: &Backend) {
@@ -190,14 +190,14 @@ async fn deleting_a_session_deletes_its_turns_items_and_events(b: &Backend) {
     let t = turn(session.id, TurnStatus::Completed);
     b.commit(vec![
         turn_write(&org_id, &t),
-        item_write(&org_id, session.id, &message(&t.id, "x")),
+        item_write(&org_id, session.id, &message(t.id, "x")),
         event_write(1, session.id, "x"),
     ])
     .unwrap();
     assert!(b.store.claim_idempotency_key(&org_id, session.id, "k", 1).await.unwrap());
     assert!(b.store.delete_session(&org_id, session.id).await.unwrap());
-    assert!(b.store.get_turn(&org_id, t.id.parse().unwrap()).await.unwrap().is_none());
-    assert!(b.store.turn_items(&org_id, session.id, &t.id).await.unwrap().is_empty());
+    assert!(b.store.get_turn(&org_id, t.id).await.unwrap().is_none());
+    assert!(b.store.turn_items(&org_id, session.id, t.id).await.unwrap().is_empty());
     assert!(b.store.events_after(session.id, 0, 10).await.unwrap().is_empty());
     assert!(b.store.claim_idempotency_key(&org_id, session.id, "k", 2).await.unwrap(), "its keys went too");
 }

@@ -3,8 +3,9 @@
 use protocol::admin::Organization;
 use protocol::agent::{AgentConfig, AgentRecord};
 use protocol::event::{Event, EventBody};
+use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, Item, ItemStatus, Role};
-use protocol::session::{SessionAgent, SessionEnvironment, SessionRecord, SessionStatus};
+use protocol::session::{SessionAgent, SessionRecord};
 use protocol::turn::{Turn, TurnStatus};
 use std::sync::Arc;
 use store::{Store, Write};
@@ -31,23 +32,8 @@ pub fn agent(id: &str) -> AgentRecord {
 }
 
 pub fn session(agent_id: &str) -> SessionRecord {
-    SessionRecord {
-        id: Uuid::new_v4(),
-        created_at: 1,
-        last_active_at: 1,
-        metadata: Default::default(),
-        agent: SessionAgent { id: agent_id.into(), version: None, name: None, config: AgentConfig::default() },
-        environment: SessionEnvironment::None,
-        status: SessionStatus::Idle,
-        error: None,
-        vault_ids: Vec::new(),
-        prompt_cache_options: None,
-        review: Default::default(),
-        usage: None,
-        required_actions: Vec::new(),
-        environment_role: Default::default(),
-        sealed_mcp_secrets: None,
-    }
+    let agent = SessionAgent { id: agent_id.into(), version: None, name: None, config: AgentConfig::default() };
+    SessionRecord::new(agent, Default::default(), 1)
 }
 
 /// Creates a session of `org_id` and returns it.
@@ -57,16 +43,16 @@ pub async fn stored_session(store: &dyn Store, org_id: &str) -> SessionRecord {
     session
 }
 
-pub fn turn(session_id: Uuid, status: TurnStatus) -> Turn {
-    let mut turn = Turn::queued(Uuid::new_v4(), session_id, "agent_1", 1);
+pub fn turn(session_id: SessionId, status: TurnStatus) -> Turn {
+    let mut turn = Turn::queued(TurnId::new(), session_id, "agent_1", 1);
     turn.status = status;
     turn
 }
 
-pub fn message(turn_id: &str, text: &str) -> Item {
+pub fn message(turn_id: TurnId, text: &str) -> Item {
     Item::Message {
         id: format!("msg_{}", Uuid::new_v4().simple()),
-        turn_id: turn_id.into(),
+        turn_id,
         role: Role::User,
         status: ItemStatus::Completed,
         content: vec![Content::InputText { text: text.into() }],
@@ -74,12 +60,12 @@ pub fn message(turn_id: &str, text: &str) -> Item {
     }
 }
 
-pub fn event(seq: i64, session_id: Uuid, delta: &str) -> Event {
+pub fn event(seq: i64, session_id: SessionId, delta: &str) -> Event {
     Event {
         event_id: protocol::ids::EventId::from_seq(seq),
         body: EventBody::OutputTextDelta {
-            session_id: session_id.to_string(),
-            turn_id: "t".into(),
+            session_id,
+            turn_id: TurnId::from_uuid(Uuid::nil()),
             item_id: "i".into(),
             output_index: 0,
             content_index: 0,
@@ -92,11 +78,11 @@ pub fn turn_write(org_id: &str, turn: &Turn) -> Write {
     Write::Turn { org_id: org_id.into(), turn: turn.clone() }
 }
 
-pub fn item_write(org_id: &str, session_id: Uuid, item: &Item) -> Write {
+pub fn item_write(org_id: &str, session_id: SessionId, item: &Item) -> Write {
     Write::Item { org_id: org_id.into(), session_id, item: item.clone() }
 }
 
-pub fn event_write(seq: i64, session_id: Uuid, delta: &str) -> Write {
+pub fn event_write(seq: i64, session_id: SessionId, delta: &str) -> Write {
     Write::Event { session_id, event: Arc::new(event(seq, session_id, delta)) }
 }
 

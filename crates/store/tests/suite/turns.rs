@@ -50,7 +50,7 @@ async fn history_holds_finished_turns_only_and_items_page_by_turn(b: &Backend) {
     let org_id = org(b.store.as_ref(), "o").await;
     let session = stored_session(b.store.as_ref(), &org_id).await;
     let (first, second) = (turn(session.id, TurnStatus::Completed), turn(session.id, TurnStatus::Queued));
-    let (a, b_, c) = (message(&first.id, "a"), message(&second.id, "b"), message(&first.id, "c"));
+    let (a, b_, c) = (message(first.id, "a"), message(second.id, "b"), message(first.id, "c"));
     b.commit(vec![
         turn_write(&org_id, &first),
         turn_write(&org_id, &second),
@@ -63,7 +63,7 @@ async fn history_holds_finished_turns_only_and_items_page_by_turn(b: &Backend) {
     let all = super::records::asc();
     let items = b.store.list_items(&org_id, session.id, None, &all).await.unwrap().items;
     assert_eq!(items, vec![a.clone(), b_.clone(), c.clone()]);
-    let of_first = b.store.list_items(&org_id, session.id, Some(&first.id), &all).await.unwrap().items;
+    let of_first = b.store.list_items(&org_id, session.id, Some(first.id), &all).await.unwrap().items;
     assert_eq!(of_first, vec![a.clone(), c.clone()]);
     let desc = PageRequest { limit: 1, order: Order::Desc, ..PageRequest::default() };
     let page = b.store.list_items(&org_id, session.id, None, &desc).await.unwrap();

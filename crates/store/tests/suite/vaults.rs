@@ -135,30 +135,28 @@ async fn artifacts_are_immutable_and_keep_their_bytes(b: &Backend) {
     let store = b.store.as_ref();
     let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
     let session = stored_session(store, &mine).await;
-    let artifact = |id: &str, turn: &str, sha: &str| Artifact {
+    let (t1, t2) = (protocol::ids::TurnId::new(), protocol::ids::TurnId::new());
+    let artifact = |id: &str, turn: protocol::ids::TurnId, sha: &str| Artifact {
         id: id.into(),
         object: "agent.session.artifact".into(),
         created_at: 1,
         environment_id: "env_1".into(),
-        session_id: session.id.to_string(),
-        turn_id: turn.into(),
+        session_id: session.id,
+        turn_id: turn,
         path: "report.bin".into(),
         size_bytes: 4,
         sha256: sha.into(),
     };
     let bytes = vec![0u8, 159, 146, 150];
-    store.put_artifact(&mine, &artifact("art_1", "t1", "aa"), &bytes).await.unwrap();
-    store.put_artifact(&mine, &artifact("art_2", "t1", "bb"), b"later").await.unwrap();
-    store.put_artifact(&mine, &artifact("art_3", "t2", "cc"), b"next").await.unwrap();
+    store.put_artifact(&mine, &artifact("art_1", t1, "aa"), &bytes).await.unwrap();
+    store.put_artifact(&mine, &artifact("art_2", t1, "bb"), b"later").await.unwrap();
+    store.put_artifact(&mine, &artifact("art_3", t2, "cc"), b"next").await.unwrap();
     assert_eq!(
         store.artifact_hashes(&mine, session.id).await.unwrap(),
         vec![("report.bin".to_string(), "aa".to_string()), ("report.bin".to_string(), "cc".to_string())],
         "a second one for the same path in the same turn is ignored"
     );
-    assert_eq!(
-        store.get_artifact(&mine, session.id, "art_1").await.unwrap(),
-        Some((artifact("art_1", "t1", ""), bytes))
-    );
+    assert_eq!(store.get_artifact(&mine, session.id, "art_1").await.unwrap(), Some((artifact("art_1", t1, ""), bytes)));
     assert!(store.get_artifact(&mine, session.id, "art_2").await.unwrap().is_none());
     assert!(store.get_artifact(&theirs, session.id, "art_1").await.unwrap().is_none());
     let page = store.list_artifacts(&mine, session.id, &super::records::asc()).await.unwrap();

@@ -9,6 +9,7 @@ use crate::state::AppState;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::stream::{self, Stream, StreamExt};
 use protocol::event::{Event, EventBody};
+use protocol::ids::TurnId;
 use protocol::response::{self as view};
 use protocol::session::SessionRecord;
 use serde_json::{Value, json};
@@ -16,13 +17,12 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::broadcast::{self, error::RecvError};
-use uuid::Uuid;
 
 struct Translator {
     state: AppState,
     auth: Auth,
     session: SessionRecord,
-    turn_id: String,
+    turn_id: TurnId,
     rx: broadcast::Receiver<Arc<Event>>,
     background: bool,
     sequence: u64,
@@ -39,8 +39,7 @@ impl Translator {
     }
 
     async fn snapshot(&self) -> Option<Value> {
-        let uuid = Uuid::parse_str(&self.turn_id).ok()?;
-        let (_, turn) = self.state.app.turns(&self.auth.org_id).find(uuid).await.ok()??;
+        let (_, turn) = self.state.app.responses(&self.auth.org_id).get(self.turn_id).await.ok()??;
         render(&self.state, &self.auth, &self.session, &turn, self.background).await.ok()
     }
 
@@ -90,9 +89,7 @@ impl Translator {
                     self.push(json!({"type": "response.output_item.done", "output_index": output_index, "item": out}));
                 }
             }
-            EventBody::SessionRequiresAction { session }
-                if session.required_actions.iter().any(|a| a["turn_id"] == self.turn_id.as_str()) =>
-            {
+            EventBody::SessionRequiresAction { .. } if app::responses::waits_for_caller(body, self.turn_id) => {
                 self.finish("response.completed").await;
             }
             EventBody::TurnCompleted { .. } => self.finish("response.completed").await,
@@ -129,7 +126,7 @@ impl Translator {
             }
             match self.rx.recv().await {
                 Ok(event)
-                    if event.body.turn_id() == Some(self.turn_id.as_str())
+                    if event.body.turn_id() == Some(self.turn_id)
                         || matches!(event.body, EventBody::SessionRequiresAction { .. }) =>
                 {
                     self.translate(&event).await
@@ -150,7 +147,7 @@ pub async fn respond(
     state: AppState,
     auth: Auth,
     session: SessionRecord,
-    turn_id: Uuid,
+    turn_id: TurnId,
     rx: broadcast::Receiver<Arc<Event>>,
     background: bool,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
@@ -158,7 +155,7 @@ pub async fn respond(
         state,
         auth,
         session,
-        turn_id: turn_id.to_string(),
+        turn_id,
         rx,
         background,
         sequence: 0,
