@@ -22,7 +22,7 @@ impl Service<'_> {
     ) -> Result<Page<Artifact>> {
         let session = self.app.sessions(self.org).get(session_id).await?;
         let mut page = self.app.store.list_artifacts(self.org, session.id, page).await?;
-        page.items.retain(|a| environment_id.is_none_or(|e| a.environment_id == e));
+        page.items.retain(|a| environment_id.is_none_or(|e| a.environment_id.as_str() == e));
         Ok(page)
     }
 

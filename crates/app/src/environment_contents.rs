@@ -11,6 +11,7 @@ use crate::skills::{self, archive};
 use crate::{Error, Result};
 use base64::Engine as _;
 use protocol::environment::{EnvironmentConfig, FileParam, HostedFile};
+use protocol::ids::EnvironmentId;
 use protocol::skill::{HostedSkill, SkillParam, VersionParam, content_key, file_content_key};
 use std::collections::HashMap;
 
@@ -164,7 +165,7 @@ impl Service<'_> {
     }
 
     /// Stores a new environment's contents; on failure none stay.
-    pub async fn store_contents(&self, env_id: &str, prepared: Prepared) -> Result<()> {
+    pub async fn store_contents(&self, env_id: &EnvironmentId, prepared: Prepared) -> Result<()> {
         let stored = self.write_contents(env_id, prepared.contents).await;
         if stored.is_err() {
             let _ = self.app.store.delete_environment_contents(self.org, env_id).await;
@@ -172,7 +173,7 @@ impl Service<'_> {
         stored
     }
 
-    async fn write_contents(&self, env_id: &str, contents: Vec<Content>) -> Result<()> {
+    async fn write_contents(&self, env_id: &EnvironmentId, contents: Vec<Content>) -> Result<()> {
         let store = &self.app.store;
         for content in contents {
             let copied = match &content {
@@ -200,7 +201,7 @@ impl Service<'_> {
     }
 
     /// Deletes a never-used environment and its contents (a failed create).
-    pub(crate) async fn discard(&self, env_id: &str) {
+    pub(crate) async fn discard(&self, env_id: &EnvironmentId) {
         let _ = self.app.store.delete_environment(self.org, env_id).await;
         let _ = self.app.store.delete_environment_contents(self.org, env_id).await;
     }

@@ -10,6 +10,7 @@ use protocol::environment::{
     EnvironmentConfig, EnvironmentCreate, EnvironmentFile, EnvironmentRecord, EnvironmentStatus, FileParam, HostedFile,
     NetworkAccess,
 };
+use protocol::ids::{EnvironmentId, SessionId};
 use protocol::list::{Order, PageRequest};
 use std::sync::Arc;
 use store::Page;
@@ -136,9 +137,9 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
 }
 
 /// A new pending environment record.
-pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<String>) -> EnvironmentRecord {
+pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<SessionId>) -> EnvironmentRecord {
     EnvironmentRecord {
-        id: protocol::ids::Kind::Environment.mint(),
+        id: EnvironmentId::new(),
         created_at: now(),
         status: EnvironmentStatus::Pending,
         error: None,
@@ -199,8 +200,15 @@ pub struct Service<'a> {
 
 impl Service<'_> {
     /// The environment, or 404.
-    pub async fn get(&self, id: &str) -> Result<EnvironmentRecord> {
-        self.app.store.get_environment(self.org, id).await?.ok_or_else(|| Error::not_found("environment", id))
+    /// The environment an id a caller sent names, or 404 (one that is not an
+    /// environment id names none).
+    pub async fn named(&self, raw: &str) -> Result<EnvironmentRecord> {
+        let id = EnvironmentId::parse(raw).ok_or_else(|| Error::not_found("environment", raw))?;
+        self.get(&id).await
+    }
+
+    pub async fn get(&self, id: &EnvironmentId) -> Result<EnvironmentRecord> {
+        self.app.store.get_environment(self.org, id).await?.ok_or_else(|| Error::not_found("environment", id.as_str()))
     }
 
     /// Checks that every `vault_credentials` binding names an environment
@@ -241,7 +249,7 @@ impl Service<'_> {
     }
 
     /// Deletes an environment no session is attached to.
-    pub async fn delete(&self, id: &str) -> Result<()> {
+    pub async fn delete(&self, id: &EnvironmentId) -> Result<()> {
         self.get(id).await?;
         let attached = self.app.store.sessions_on_environment(self.org, id).await?;
         if attached > 0 {
@@ -253,22 +261,22 @@ impl Service<'_> {
     }
 
     /// Stops everything in an environment and deletes it with its files.
-    pub(crate) async fn remove(&self, id: &str) -> Result<()> {
+    pub(crate) async fn remove(&self, id: &EnvironmentId) -> Result<()> {
         // Its MCP brokers (stdio servers in the sandbox) end with it; the sandbox id is the environment's.
-        self.app.mcp.remove_sandbox(id).await;
+        self.app.mcp.remove_sandbox(id.as_str()).await;
         self.app.envs.destroy(id, true).await;
         self.app.store.delete_environment(self.org, id).await?;
         self.app.store.delete_environment_contents(self.org, id).await?;
         Ok(())
     }
 
-    async fn sandbox(&self, id: &str) -> Result<Arc<dyn sandbox::Sandbox>> {
+    async fn sandbox(&self, id: &EnvironmentId) -> Result<Arc<dyn sandbox::Sandbox>> {
         self.get(id).await?;
         self.app.envs.sandbox(self.org, id).await.map_err(|e| Error::Conflict(e.message))
     }
 
     /// Writes one file into the environment's sandbox.
-    pub async fn write_file(&self, id: &str, req: FileCreate) -> Result<EnvironmentFile> {
+    pub async fn write_file(&self, id: &EnvironmentId, req: FileCreate) -> Result<EnvironmentFile> {
         let (path, data, file_id) = match req {
             FileCreate::Inline { path, data } => (check_file_path("path", &path)?, decode("data", &data)?, None),
             FileCreate::FileId { path, file_id } => {
@@ -303,7 +311,7 @@ impl Service<'_> {
     }
 
     /// The files below a directory of the sandbox, sorted by path.
-    pub async fn list_files(&self, id: &str, query: FileQuery) -> Result<FilePage> {
+    pub async fn list_files(&self, id: &EnvironmentId, query: FileQuery) -> Result<FilePage> {
         let root = check_path("path", &query.path)?;
         let sandbox = self.sandbox(id).await?;
         let mut files = Vec::new();

@@ -153,7 +153,7 @@ impl Service<'_> {
                 Ok(Attach::Inline(env, prepared))
             }
             EnvironmentParam::Reference(r) => {
-                let env = self.app.environments(self.org).get(&r.environment_id).await?;
+                let env = self.app.environments(self.org).named(&r.environment_id).await?;
                 match env.status {
                     EnvironmentStatus::Initializing => Err(Error::Conflict(format!(
                         "environment '{}' is running its setup; create the session when it finishes",
@@ -211,7 +211,7 @@ impl Service<'_> {
         match attach {
             Attach::None => {}
             Attach::Inline(mut env, prepared) => {
-                env.owner_session = Some(record.id.to_string());
+                env.owner_session = Some(record.id);
                 let environments = self.app.environments(self.org);
                 environments.store_contents(&env.id, prepared).await?;
                 if let Err(e) = self.app.store.put_environment(self.org, &env).await {
@@ -228,7 +228,7 @@ impl Service<'_> {
                     .envs
                     .update(self.org, &env.id, |e| e.shared = true)
                     .await?
-                    .ok_or_else(|| Error::not_found("environment", &env.id))?;
+                    .ok_or_else(|| Error::not_found("environment", env.id.as_str()))?;
                 record.environment = env.session_view();
                 record.environment_role = EnvironmentRole::Member;
             }

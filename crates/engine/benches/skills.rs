@@ -11,6 +11,7 @@
 use engine::environments::{Environments, EnvironmentsConfig};
 use engine::skill_catalog::{SkillEntry, render};
 use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
+use protocol::ids::EnvironmentId;
 use protocol::skill::{HostedSkill, content_key, skill_md_path};
 use std::io::{Cursor, Write};
 use std::sync::Arc;
@@ -54,9 +55,9 @@ fn skill_zip(mib: usize) -> Vec<u8> {
     z.finish().unwrap().into_inner()
 }
 
-fn record(id: &str, skilled: bool) -> EnvironmentRecord {
+fn record(id: &EnvironmentId, skilled: bool) -> EnvironmentRecord {
     EnvironmentRecord {
-        id: id.into(),
+        id: id.clone(),
         created_at: 0,
         status: EnvironmentStatus::Pending,
         error: None,
@@ -100,7 +101,7 @@ fn main() {
         let (mut plain, mut skilled, mut unpack) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..iter + 2 {
             for with_skill in [false, true] {
-                let id = format!("env_{i}_{with_skill}");
+                let id = EnvironmentId::new();
                 store.put_environment(ORG, &record(&id, with_skill)).await.unwrap();
                 if with_skill {
                     store.put_environment_content(ORG, &id, &content_key("big"), &zip).await.unwrap();

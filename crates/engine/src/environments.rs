@@ -13,6 +13,7 @@ use futures::future::{BoxFuture, FutureExt, Shared};
 use protocol::environment::{
     EnvironmentError, EnvironmentRecord, EnvironmentSetup, EnvironmentStatus, FileParam, NetworkAccess, SetupState,
 };
+use protocol::ids::EnvironmentId;
 use sandbox::{Backend, NetworkPolicy, Sandbox, SandboxSpec, SetupFile, SetupSpec};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -78,7 +79,7 @@ pub struct Environments {
     store: Arc<dyn Store>,
     backend: Arc<dyn Backend>,
     config: EnvironmentsConfig,
-    live: Mutex<HashMap<String, Live>>,
+    live: Mutex<HashMap<EnvironmentId, Live>>,
     // Serializes read-modify-write of environment records on this server.
     records: tokio::sync::Mutex<()>,
     metrics: Arc<Metrics>,
@@ -108,20 +109,20 @@ impl Environments {
         started.filter(|l| l.paused == paused).count() as u64
     }
 
-    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<String, Live>> {
+    fn live(&self) -> std::sync::MutexGuard<'_, HashMap<EnvironmentId, Live>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The host directory of an environment's files.
-    pub fn workspace(&self, env_id: &str) -> PathBuf {
-        self.config.root.join(env_id).join("workspace")
+    pub fn workspace(&self, env_id: &EnvironmentId) -> PathBuf {
+        self.config.root.join(env_id.as_str()).join("workspace")
     }
 
     /// Applies `change` to a stored environment record.
     pub async fn update(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         change: impl FnOnce(&mut EnvironmentRecord),
     ) -> store::Result<Option<EnvironmentRecord>> {
         let _guard = self.records.lock().await;
@@ -134,10 +135,14 @@ impl Environments {
     /// The environment's sandbox, initializing it on first use. Concurrent
     /// callers share one initialization; dropping the returned future does
     /// not stop it.
-    pub async fn sandbox(self: &Arc<Self>, org_id: &str, env_id: &str) -> Result<Arc<dyn Sandbox>, EnvFailure> {
+    pub async fn sandbox(
+        self: &Arc<Self>,
+        org_id: &str,
+        env_id: &EnvironmentId,
+    ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let init = {
             let mut live = self.live();
-            let entry = live.entry(env_id.to_string()).or_insert_with(|| Live {
+            let entry = live.entry(env_id.clone()).or_insert_with(|| Live {
                 org_id: org_id.to_string(),
                 init: None,
                 setup: None,
@@ -149,7 +154,7 @@ impl Environments {
                 Some(init) => init.clone(),
                 None => {
                     let this = Arc::clone(self);
-                    let (org, env) = (org_id.to_string(), env_id.to_string());
+                    let (org, env) = (org_id.to_string(), env_id.clone());
                     // Made here, not in the task, so a turn watching right after this call finds it.
                     let progress = Arc::new(SetupProgress::default());
                     entry.setup = Some(Arc::clone(&progress));
@@ -188,21 +193,21 @@ impl Environments {
     }
 
     /// Starts initialization without waiting for it.
-    pub fn warm(self: &Arc<Self>, org_id: &str, env_id: &str) {
+    pub fn warm(self: &Arc<Self>, org_id: &str, env_id: &EnvironmentId) {
         let this = Arc::clone(self);
-        let (org, env) = (org_id.to_string(), env_id.to_string());
+        let (org, env) = (org_id.to_string(), env_id.clone());
         tokio::spawn(async move {
             let _ = this.sandbox(&org, &env).await;
         });
     }
 
     /// The progress of the environment's initialization, while one runs here.
-    pub fn watch_setup(&self, env_id: &str) -> Option<Watch> {
+    pub fn watch_setup(&self, env_id: &EnvironmentId) -> Option<Watch> {
         Some(self.live().get(env_id)?.setup.as_ref()?.watch())
     }
 
     /// The sandbox if it is already running on this server (never initializes).
-    pub fn running(&self, env_id: &str) -> Option<Arc<dyn Sandbox>> {
+    pub fn running(&self, env_id: &EnvironmentId) -> Option<Arc<dyn Sandbox>> {
         let live = self.live();
         live.get(env_id)?.init.as_ref()?.peek()?.as_ref().ok().cloned()
     }
@@ -211,7 +216,7 @@ impl Environments {
     async fn initialize(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         progress: &SetupProgress,
     ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let began = Instant::now();
@@ -225,7 +230,7 @@ impl Environments {
     async fn start(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         progress: &SetupProgress,
     ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let store_err = |e: store::Error| EnvFailure::new("internal_error", e.to_string());
@@ -259,7 +264,7 @@ impl Environments {
             .await
             .map_err(store_err)?;
         }
-        let dir = self.config.root.join(env_id);
+        let dir = self.config.root.join(env_id.as_str());
         let workspace = dir.join("workspace");
         let home = dir.join("home");
         for d in [&workspace, &home] {
@@ -272,7 +277,7 @@ impl Environments {
         {
             return Err(self.fail(org_id, env_id, &e.step, e.message, None, progress).await);
         }
-        let mut spec = SandboxSpec::new(env_id, &workspace);
+        let mut spec = SandboxSpec::new(env_id.as_str(), &workspace);
         spec.home = Some(home);
         if !record.skills.is_empty() {
             spec.read_only.push(crate::environment_contents::bind(&dir));
@@ -373,7 +378,7 @@ impl Environments {
     async fn fail(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         step: &str,
         message: String,
         output: Option<String>,
@@ -399,7 +404,7 @@ impl Environments {
 
     /// Stops everything in an environment and forgets it; its files stay
     /// unless `remove_files`.
-    pub async fn destroy(&self, env_id: &str, remove_files: bool) {
+    pub async fn destroy(&self, env_id: &EnvironmentId, remove_files: bool) {
         let init = self.live().remove(env_id).and_then(|l| l.init);
         if let Some(init) = init
             && let Some(Ok(sandbox)) = init.peek().cloned()
@@ -407,7 +412,7 @@ impl Environments {
             let _ = sandbox.destroy().await;
         }
         if remove_files {
-            let _ = std::fs::remove_dir_all(self.config.root.join(env_id));
+            let _ = std::fs::remove_dir_all(self.config.root.join(env_id.as_str()));
         }
     }
 
@@ -426,7 +431,7 @@ impl Environments {
     }
 
     async fn pause_idle(&self) {
-        let idle: Vec<(String, String, Arc<dyn Sandbox>)> = {
+        let idle: Vec<(EnvironmentId, String, Arc<dyn Sandbox>)> = {
             let mut live = self.live();
             live.iter_mut()
                 .filter(|(_, l)| !l.paused && l.last_used.is_some_and(|t| t.elapsed() >= self.config.idle_pause))

@@ -11,6 +11,7 @@ use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::skill_catalog::{self, Catalog};
 use crate::tools::{HostedTools, HostedToolsFactory};
+use protocol::ids::EnvironmentId;
 use protocol::ids::TurnId;
 use protocol::session::{SessionEnvironment, SessionRecord};
 use protocol::skill::HostedSkill;
@@ -28,7 +29,7 @@ impl ServerTools {
     async fn catalog(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         sb: &SandboxTools,
         rec: &mut Recorder,
         cancel: &CancellationToken,
@@ -91,7 +92,7 @@ impl HostedToolsFactory for ServerTools {
                 pending: pending.into(),
                 envs: Arc::clone(&self.envs),
                 org_id: org_id.to_string(),
-                env_id: env_id.to_string(),
+                env_id: env_id.clone(),
                 session_id: rec.session.id,
                 output_dir: output_dir(&rec.session),
                 connected: Default::default(),
@@ -99,7 +100,7 @@ impl HostedToolsFactory for ServerTools {
             });
             sandbox_tools = Some(Arc::clone(&sb));
             tools.push(Arc::clone(&sb) as Arc<dyn HostedTools>);
-            let env_id = env_id.to_string();
+            let env_id = env_id.clone();
             if let Some(catalog) = self.catalog(org_id, &env_id, &sb, rec, cancel).await {
                 tools.push(Arc::new(catalog));
             }

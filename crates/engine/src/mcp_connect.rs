@@ -14,6 +14,7 @@ use crate::mcp_launch::{EnvSources, SandboxLauncher, process_env};
 use mcp::TransportConfig;
 use mcp::{Connected, HttpConfig, Hub, McpError, Origin, Secret, ServerConfig, ServerSpec, StdioConfig};
 use protocol::environment::VaultCredentialBinding;
+use protocol::ids::EnvironmentId;
 use protocol::session::SessionRecord;
 use protocol::tool::{ConnectionOrigin, McpToolParam, McpTransportParam, ToolParam};
 use protocol::turn::TurnError;
@@ -170,7 +171,7 @@ impl Connector {
         mcp_params(&self.session).collect()
     }
 
-    fn env_id(&self) -> Option<&str> {
+    fn env_id(&self) -> Option<&EnvironmentId> {
         self.session.environment.id()
     }
 
@@ -280,7 +281,7 @@ impl Connector {
         Ok((config(param, TransportConfig::Http(http)), origin, vault))
     }
 
-    async fn env_sources(&self, env_id: &str) -> Result<EnvSources, String> {
+    async fn env_sources(&self, env_id: &EnvironmentId) -> Result<EnvSources, String> {
         let record = self
             .store
             .get_environment(&self.org_id, env_id)

@@ -5,6 +5,7 @@
 
 use crate::environments::Environments;
 use mcp::{HttpProxy, Secret, StdioConfig, StdioLauncher, StdioStreams};
+use protocol::ids::EnvironmentId;
 use sandbox::{ProcessHandle, SpawnRequest};
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -28,7 +29,7 @@ pub fn process_env(
     env: Option<&BTreeMap<String, String>>,
     env_vars: &[String],
     sources: &EnvSources,
-    env_id: &str,
+    env_id: &EnvironmentId,
 ) -> Result<BTreeMap<String, Secret>, String> {
     let mut out: BTreeMap<String, Secret> =
         env.into_iter().flatten().map(|(k, v)| (k.clone(), Secret::new(v.clone()))).collect();
@@ -119,6 +120,11 @@ impl SandboxLauncher {
     }
 }
 
+/// The environment the MCP layer names by its id.
+fn environment(sandbox: &str) -> Result<EnvironmentId, String> {
+    EnvironmentId::parse(sandbox).ok_or_else(|| format!("'{sandbox}' is not an environment"))
+}
+
 impl StdioLauncher for SandboxLauncher {
     fn launch<'a>(
         &'a self,
@@ -126,7 +132,7 @@ impl StdioLauncher for SandboxLauncher {
         config: &'a StdioConfig,
     ) -> Pin<Box<dyn Future<Output = Result<StdioStreams, String>> + Send + 'a>> {
         Box::pin(async move {
-            let sb = self.envs.sandbox(&self.org_id, sandbox).await.map_err(|e| e.message)?;
+            let sb = self.envs.sandbox(&self.org_id, &environment(sandbox)?).await.map_err(|e| e.message)?;
             let line = command_line(config);
             let mut request = SpawnRequest::new(line.clone());
             request.cwd = config.cwd.as_ref().map(|c| c.display().to_string());
@@ -147,7 +153,7 @@ impl StdioLauncher for SandboxLauncher {
         sandbox: &'a str,
     ) -> Pin<Box<dyn Future<Output = Result<Option<HttpProxy>, String>> + Send + 'a>> {
         Box::pin(async move {
-            let sb = self.envs.sandbox(&self.org_id, sandbox).await.map_err(|e| e.message)?;
+            let sb = self.envs.sandbox(&self.org_id, &environment(sandbox)?).await.map_err(|e| e.message)?;
             let proxy = sb.http_proxy().await.map_err(|e| e.to_string())?;
             Ok(proxy.map(|p| HttpProxy { url: p.url, username: p.username, password: p.password }))
         })
@@ -175,10 +181,12 @@ mod tests {
             credentials: vec![("API_TOKEN".into(), Secret::new("t0k"))],
         };
         let inline: BTreeMap<String, String> = [("MODE".to_string(), "ro".to_string())].into_iter().collect();
-        let env = process_env(Some(&inline), &["REGION".into(), "API_TOKEN".into()], &sources, "env_1").unwrap();
+        let env = process_env(Some(&inline), &["REGION".into(), "API_TOKEN".into()], &sources, &EnvironmentId::new())
+            .unwrap();
         let exposed: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.expose())).collect();
         assert_eq!(exposed, vec![("API_TOKEN", "t0k"), ("MODE", "ro"), ("REGION", "eu")]);
-        let err = process_env(None, &["MISSING".into()], &sources, "env_1").unwrap_err();
-        assert!(err.contains("'MISSING'") && err.contains("env_1"), "{err}");
+        let env_id = EnvironmentId::new();
+        let err = process_env(None, &["MISSING".into()], &sources, &env_id).unwrap_err();
+        assert!(err.contains("'MISSING'") && err.contains(env_id.as_str()), "{err}");
     }
 }

@@ -9,6 +9,7 @@ use crate::tools::{HostedOutput, HostedTools};
 use models::ToolSpec;
 use protocol::environment::EnvironmentSetup;
 use protocol::event::{EnvironmentState, EnvironmentStateError, EventBody};
+use protocol::ids::EnvironmentId;
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Item, ItemStatus, new_item_id};
 use protocol::session::{EnvironmentRole, SessionRecord};
@@ -45,7 +46,7 @@ pub fn output_dir(session: &SessionRecord) -> String {
 pub struct SandboxTools {
     pub envs: Arc<Environments>,
     pub org_id: String,
-    pub env_id: String,
+    pub env_id: EnvironmentId,
     pub session_id: SessionId,
     pub output_dir: String,
     /// Whether this turn announced `agent.session.environment.connected`.
@@ -422,7 +423,7 @@ pub async fn collect_outputs(
     store: &dyn store::Store,
     org_id: &str,
     session: &SessionRecord,
-    env_id: &str,
+    env_id: &EnvironmentId,
     turn_id: TurnId,
 ) {
     let Some(sandbox) = envs.running(env_id) else { return };
@@ -455,7 +456,7 @@ pub async fn collect_outputs(
                         id: protocol::ids::Kind::Artifact.mint(),
                         object: "agent.session.artifact".into(),
                         created_at: now(),
-                        environment_id: env_id.to_string(),
+                        environment_id: env_id.clone(),
                         session_id: session.id,
                         turn_id,
                         path,

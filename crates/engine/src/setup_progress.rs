@@ -9,6 +9,7 @@
 use crate::environments::Environments;
 use crate::record::now;
 use protocol::environment::{EnvironmentSetup, SetupState};
+use protocol::ids::EnvironmentId;
 use sandbox::{LogBuffer, SetupEvent};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -123,7 +124,7 @@ impl SetupProgress {
         &self,
         envs: &Environments,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         work: impl Future<Output = T>,
     ) -> T {
         tokio::pin!(work);

@@ -2,6 +2,7 @@
 //! lazily on first use and shareable by many sessions by reference.
 
 use crate::Metadata;
+use crate::ids::{EnvironmentId, SessionId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -235,12 +236,12 @@ pub struct HostedFile {
 /// An environment as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvironmentRecord {
-    pub id: String,
+    pub id: EnvironmentId,
     pub created_at: i64,
     pub status: EnvironmentStatus,
     pub error: Option<EnvironmentError>,
     /// The session that created it inline (a private environment), if any.
-    pub owner_session: Option<String>,
+    pub owner_session: Option<SessionId>,
     /// Set by the first reference; never cleared.
     pub shared: bool,
     pub metadata: Metadata,
@@ -336,7 +337,7 @@ impl EnvironmentRecord {
     /// The public resource.
     pub fn resource(&self) -> Environment {
         Environment {
-            id: self.id.clone(),
+            id: self.id.to_string(),
             object: "agent.environment".into(),
             kind: "openai_hosted".into(),
             // The client knows no `initializing`: setup running is still pending.

@@ -1,7 +1,7 @@
 //! Session events: the standing stream (`agent.session.*`) and the inputs a
 //! caller posts to `POST /v1/agents/sessions/{id}/events`.
 
-use crate::ids::{SessionId, TurnId};
+use crate::ids::{EnvironmentId, SessionId, TurnId};
 use crate::item::{InputMessage, Item};
 use crate::session::{Session, TokenUsage};
 use crate::turn::Turn;
@@ -103,7 +103,7 @@ pub enum EventBody {
 /// The state of a session's environment in `agent.session.environment.*` events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvironmentState {
-    pub id: String,
+    pub id: EnvironmentId,
     /// `pending`, `ready`, `connected` or `failed`.
     pub status: String,
     #[serde(rename = "type")]

@@ -23,8 +23,6 @@ pub enum Kind {
     SkillVersion,
     /// `file-…` (the Files API; the client's examples use a hyphen).
     File,
-    /// `env_…`: an environment.
-    Environment,
     /// `file_…`: one file of an environment's listing.
     EnvironmentFile,
     /// `art_…`: a session's artifact.
@@ -41,7 +39,6 @@ impl Kind {
             Kind::Skill => "skill_",
             Kind::SkillVersion => "skillver_",
             Kind::File => "file-",
-            Kind::Environment => "env_",
             Kind::EnvironmentFile => "file_",
             Kind::Artifact => "art_",
         }

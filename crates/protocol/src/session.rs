@@ -6,7 +6,7 @@ use crate::agent::{
     AgentConfig, AgentText, AgentTextParam, Compaction, Experimental, ExperimentalPatch, MultiAgentConfig, Patch,
     Reasoning, ServiceTier,
 };
-use crate::ids::SessionId;
+use crate::ids::{EnvironmentId, SessionId};
 use crate::tool::{Tool, ToolParam};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -223,7 +223,7 @@ impl SessionStatus {
 pub enum SessionEnvironment {
     None,
     OpenaiHosted {
-        id: String,
+        id: EnvironmentId,
         capability_directories: Vec<String>,
         files: Vec<crate::environment::HostedFile>,
         network: crate::environment::NetworkView,
@@ -235,7 +235,7 @@ pub enum SessionEnvironment {
 
 impl SessionEnvironment {
     /// The environment's id, if the session has one.
-    pub fn id(&self) -> Option<&str> {
+    pub fn id(&self) -> Option<&EnvironmentId> {
         match self {
             SessionEnvironment::None => None,
             SessionEnvironment::OpenaiHosted { id, .. } => Some(id),

@@ -6,7 +6,7 @@ use crate::error::{ApiError, ApiResult};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
-use protocol::ids::{SessionId, TurnId};
+use protocol::ids::{EnvironmentId, SessionId, TurnId};
 use protocol::list::{MAX_LIMIT, Order, PageRequest};
 use serde::de::DeserializeOwned;
 
@@ -158,6 +158,12 @@ pub fn conversation_id(raw: &str) -> ApiResult<SessionId> {
     SessionId::parse_conversation(raw).ok_or_else(|| {
         ApiError::invalid("conversation_id", format!("'{raw}' is not a conversation id: expected conv_<uuid>"))
     })
+}
+
+/// Parses an Environment id from a path segment; one that is not an
+/// environment id names none (404).
+pub fn environment_id(raw: &str) -> ApiResult<EnvironmentId> {
+    EnvironmentId::parse(raw).ok_or_else(|| app::Error::not_found("environment", raw).into())
 }
 
 /// Parses a Turn id from a path segment; one that is not a UUID names no turn (404).

@@ -32,7 +32,7 @@ use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
 use protocol::event::Event;
-use protocol::ids::{SessionId, TurnId};
+use protocol::ids::{EnvironmentId, SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::session::{SessionRecord, SessionState};
@@ -96,7 +96,7 @@ pub struct Artifact {
     pub id: String,
     pub object: String,
     pub created_at: i64,
-    pub environment_id: String,
+    pub environment_id: EnvironmentId,
     pub session_id: SessionId,
     pub turn_id: TurnId,
     /// Relative to the session's output directory.
@@ -179,16 +179,19 @@ pub trait Store: Send + Sync + 'static {
 
     /// Inserts or replaces an environment of `org_id`.
     async fn put_environment(&self, org_id: &str, env: &protocol::environment::EnvironmentRecord) -> Result<()>;
-    async fn get_environment(&self, org_id: &str, id: &str)
-    -> Result<Option<protocol::environment::EnvironmentRecord>>;
+    async fn get_environment(
+        &self,
+        org_id: &str,
+        id: &EnvironmentId,
+    ) -> Result<Option<protocol::environment::EnvironmentRecord>>;
     async fn list_environments(
         &self,
         org_id: &str,
         page: &PageRequest,
     ) -> Result<Page<protocol::environment::EnvironmentRecord>>;
-    async fn delete_environment(&self, org_id: &str, id: &str) -> Result<bool>;
+    async fn delete_environment(&self, org_id: &str, id: &EnvironmentId) -> Result<bool>;
     /// How many sessions are attached to an environment.
-    async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64>;
+    async fn sessions_on_environment(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64>;
 
     /// Inserts an artifact (immutable: a changed file is a new artifact); a
     /// second one for the same path in the same turn is ignored.
@@ -321,20 +324,32 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Page<protocol::file::FileObject>>;
     async fn delete_file(&self, org_id: &str, id: &str) -> Result<bool>;
     /// Stores bytes an environment was created with under `key`.
-    async fn put_environment_content(&self, org_id: &str, env_id: &str, key: &str, content: &[u8]) -> Result<()>;
+    async fn put_environment_content(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        key: &str,
+        content: &[u8],
+    ) -> Result<()>;
     /// Copies a skill version's zip into the environment's contents; false when there is no such version.
     async fn copy_skill_version_to_environment(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         key: &str,
         skill_id: &str,
         version: i64,
     ) -> Result<bool>;
     /// Copies a file's bytes into the environment's contents; false when there is no such file.
-    async fn copy_file_to_environment(&self, org_id: &str, env_id: &str, key: &str, file_id: &str) -> Result<bool>;
-    async fn environment_content(&self, org_id: &str, env_id: &str, key: &str) -> Result<Option<Vec<u8>>>;
-    async fn delete_environment_contents(&self, org_id: &str, env_id: &str) -> Result<()>;
+    async fn copy_file_to_environment(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        key: &str,
+        file_id: &str,
+    ) -> Result<bool>;
+    async fn environment_content(&self, org_id: &str, env_id: &EnvironmentId, key: &str) -> Result<Option<Vec<u8>>>;
+    async fn delete_environment_contents(&self, org_id: &str, env_id: &EnvironmentId) -> Result<()>;
 }
 
 /// Opens the store a database URL names: `sqlite://PATH` or

@@ -3,7 +3,7 @@
 
 use crate::auth::Auth;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::{Json, ListQuery};
+use crate::extract::{self, Json, ListQuery};
 use crate::state::AppState;
 use app::environments::{FileCreate, FileQuery};
 use axum::extract::{Path, RawQuery, State};
@@ -29,7 +29,7 @@ pub async fn retrieve(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<Environment>> {
     auth.require(Scope::TasksRead)?;
-    Ok(axum::Json(state.app.environments(&auth.org_id).get(&id).await?.resource()))
+    Ok(axum::Json(state.app.environments(&auth.org_id).get(&extract::environment_id(&id)?).await?.resource()))
 }
 
 pub async fn list(
@@ -55,7 +55,7 @@ pub async fn delete(
     Path(id): Path<String>,
 ) -> ApiResult<axum::Json<EnvironmentDeleted>> {
     auth.require(Scope::TasksWrite)?;
-    state.app.environments(&auth.org_id).delete(&id).await?;
+    state.app.environments(&auth.org_id).delete(&extract::environment_id(&id)?).await?;
     Ok(axum::Json(EnvironmentDeleted { id, object: "agent.environment.deleted".into(), deleted: true }))
 }
 
@@ -66,7 +66,7 @@ pub async fn create_file(
     Json(req): Json<FileCreate>,
 ) -> ApiResult<axum::Json<EnvironmentFile>> {
     auth.require(Scope::TasksWrite)?;
-    Ok(axum::Json(state.app.environments(&auth.org_id).write_file(&id, req).await?))
+    Ok(axum::Json(state.app.environments(&auth.org_id).write_file(&extract::environment_id(&id)?, req).await?))
 }
 
 /// `limit`, `order`, `page` and `path` of a file listing.
@@ -103,7 +103,11 @@ pub async fn list_files(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksRead)?;
-    let page = state.app.environments(&auth.org_id).list_files(&id, file_query(q.as_deref())?).await?;
+    let page = state
+        .app
+        .environments(&auth.org_id)
+        .list_files(&extract::environment_id(&id)?, file_query(q.as_deref())?)
+        .await?;
     let data: Vec<Value> = page
         .files
         .iter()

@@ -5,6 +5,7 @@
 use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Artifact, Page, Result};
 use protocol::environment::EnvironmentRecord;
+use protocol::ids::EnvironmentId;
 use protocol::ids::SessionId;
 use protocol::list::PageRequest;
 
@@ -20,7 +21,11 @@ impl<B: Backend> SqlStore<B> {
         self.db.execute(&sql).await.map(drop)
     }
 
-    pub(crate) async fn get_environment_impl(&self, org_id: &str, id: &str) -> Result<Option<EnvironmentRecord>> {
+    pub(crate) async fn get_environment_impl(
+        &self,
+        org_id: &str,
+        id: &EnvironmentId,
+    ) -> Result<Option<EnvironmentRecord>> {
         self.doc(Sql::new("SELECT doc FROM environments WHERE id = $1 AND org_id = $2").bind(id).bind(org_id)).await
     }
 
@@ -32,11 +37,11 @@ impl<B: Backend> SqlStore<B> {
         self.page_of("environments", org_id, page, |_| {}).await
     }
 
-    pub(crate) async fn delete_environment_impl(&self, org_id: &str, id: &str) -> Result<bool> {
+    pub(crate) async fn delete_environment_impl(&self, org_id: &str, id: &EnvironmentId) -> Result<bool> {
         self.changed(Sql::new("DELETE FROM environments WHERE id = $1 AND org_id = $2").bind(id).bind(org_id)).await
     }
 
-    pub(crate) async fn sessions_on_environment_impl(&self, org_id: &str, env_id: &str) -> Result<i64> {
+    pub(crate) async fn sessions_on_environment_impl(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64> {
         let sql = Sql::new(B::DIALECT.sessions_on_environment).bind(org_id).bind(env_id);
         Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(n,)| n))
     }

@@ -6,6 +6,7 @@
 use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Page, Result};
 use protocol::file::FileObject;
+use protocol::ids::EnvironmentId;
 use protocol::list::PageRequest;
 
 impl<B: Backend> SqlStore<B> {
@@ -50,7 +51,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn put_environment_content_impl(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         key: &str,
         content: &[u8],
     ) -> Result<()> {
@@ -68,7 +69,7 @@ impl<B: Backend> SqlStore<B> {
 
     /// Copies the `content` column of the one row `source` (a `SELECT
     /// content FROM … WHERE …` with placeholders from `$4`) into the environment.
-    async fn copy_content(&self, org_id: &str, env_id: &str, key: &str, mut source: Sql) -> Result<bool> {
+    async fn copy_content(&self, org_id: &str, env_id: &EnvironmentId, key: &str, mut source: Sql) -> Result<bool> {
         let mut sql = Sql::new(
             "INSERT INTO environment_contents (org_id, environment_id, key, content) SELECT $1, $2, $3, content ",
         )
@@ -87,7 +88,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn copy_skill_version_impl(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         key: &str,
         skill_id: &str,
         version: i64,
@@ -99,7 +100,13 @@ impl<B: Backend> SqlStore<B> {
         self.copy_content(org_id, env_id, key, source).await
     }
 
-    pub(crate) async fn copy_file_impl(&self, org_id: &str, env_id: &str, key: &str, file_id: &str) -> Result<bool> {
+    pub(crate) async fn copy_file_impl(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        key: &str,
+        file_id: &str,
+    ) -> Result<bool> {
         let source = Sql::new("FROM files WHERE id = $4 AND org_id = $5").bind(file_id).bind(org_id);
         self.copy_content(org_id, env_id, key, source).await
     }
@@ -107,7 +114,7 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn environment_content_impl(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         key: &str,
     ) -> Result<Option<Vec<u8>>> {
         let sql =
@@ -118,7 +125,7 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.fetch_optional::<(Vec<u8>,)>(sql).await?.map(|(c,)| c))
     }
 
-    pub(crate) async fn delete_environment_contents_impl(&self, org_id: &str, env_id: &str) -> Result<()> {
+    pub(crate) async fn delete_environment_contents_impl(&self, org_id: &str, env_id: &EnvironmentId) -> Result<()> {
         let sql = Sql::new("DELETE FROM environment_contents WHERE environment_id = $1 AND org_id = $2")
             .bind(env_id)
             .bind(org_id);

@@ -34,7 +34,7 @@ pub(crate) use doc::{Doc, keep_state, set_state};
 
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
-use protocol::ids::{SessionId, TurnId};
+use protocol::ids::{EnvironmentId, SessionId, TurnId};
 use std::sync::Arc;
 
 /// A store over one database: the backend's pool and the session read cache.
@@ -93,6 +93,12 @@ impl From<&[u8]> for Value {
 impl From<SessionId> for Value {
     fn from(v: SessionId) -> Self {
         Value::Text(v.to_string())
+    }
+}
+
+impl From<&EnvironmentId> for Value {
+    fn from(v: &EnvironmentId) -> Self {
+        Value::Text(v.as_str().to_string())
     }
 }
 

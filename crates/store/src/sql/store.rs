@@ -9,6 +9,7 @@ use protocol::agent::AgentRecord;
 use protocol::environment::EnvironmentRecord;
 use protocol::event::Event;
 use protocol::file::FileObject;
+use protocol::ids::EnvironmentId;
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
@@ -135,7 +136,7 @@ impl<B: Backend> Store for SqlStore<B> {
         self.put_environment_impl(org_id, env).await
     }
 
-    async fn get_environment(&self, org_id: &str, id: &str) -> Result<Option<EnvironmentRecord>> {
+    async fn get_environment(&self, org_id: &str, id: &EnvironmentId) -> Result<Option<EnvironmentRecord>> {
         self.get_environment_impl(org_id, id).await
     }
 
@@ -143,11 +144,11 @@ impl<B: Backend> Store for SqlStore<B> {
         self.list_environments_impl(org_id, page).await
     }
 
-    async fn delete_environment(&self, org_id: &str, id: &str) -> Result<bool> {
+    async fn delete_environment(&self, org_id: &str, id: &EnvironmentId) -> Result<bool> {
         self.delete_environment_impl(org_id, id).await
     }
 
-    async fn sessions_on_environment(&self, org_id: &str, env_id: &str) -> Result<i64> {
+    async fn sessions_on_environment(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64> {
         self.sessions_on_environment_impl(org_id, env_id).await
     }
 
@@ -340,14 +341,20 @@ impl<B: Backend> Store for SqlStore<B> {
         self.delete_file_impl(org_id, id).await
     }
 
-    async fn put_environment_content(&self, org_id: &str, env_id: &str, key: &str, content: &[u8]) -> Result<()> {
+    async fn put_environment_content(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        key: &str,
+        content: &[u8],
+    ) -> Result<()> {
         self.put_environment_content_impl(org_id, env_id, key, content).await
     }
 
     async fn copy_skill_version_to_environment(
         &self,
         org_id: &str,
-        env_id: &str,
+        env_id: &EnvironmentId,
         key: &str,
         skill_id: &str,
         version: i64,
@@ -355,15 +362,21 @@ impl<B: Backend> Store for SqlStore<B> {
         self.copy_skill_version_impl(org_id, env_id, key, skill_id, version).await
     }
 
-    async fn copy_file_to_environment(&self, org_id: &str, env_id: &str, key: &str, file_id: &str) -> Result<bool> {
+    async fn copy_file_to_environment(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        key: &str,
+        file_id: &str,
+    ) -> Result<bool> {
         self.copy_file_impl(org_id, env_id, key, file_id).await
     }
 
-    async fn environment_content(&self, org_id: &str, env_id: &str, key: &str) -> Result<Option<Vec<u8>>> {
+    async fn environment_content(&self, org_id: &str, env_id: &EnvironmentId, key: &str) -> Result<Option<Vec<u8>>> {
         self.environment_content_impl(org_id, env_id, key).await
     }
 
-    async fn delete_environment_contents(&self, org_id: &str, env_id: &str) -> Result<()> {
+    async fn delete_environment_contents(&self, org_id: &str, env_id: &EnvironmentId) -> Result<()> {
         self.delete_environment_contents_impl(org_id, env_id).await
     }
 }

@@ -3,13 +3,18 @@
 use protocol::admin::Organization;
 use protocol::agent::{AgentConfig, AgentRecord};
 use protocol::event::{Event, EventBody};
-use protocol::ids::{SessionId, TurnId};
+use protocol::ids::{EnvironmentId, SessionId, TurnId};
 use protocol::item::{Content, Item, ItemStatus, Role};
 use protocol::session::{SessionAgent, SessionRecord};
 use protocol::turn::{Turn, TurnStatus};
 use std::sync::Arc;
 use store::{Store, Write};
 use uuid::Uuid;
+
+/// The environment id numbered `n` (ids in creation order sort by number).
+pub fn env(n: u8) -> EnvironmentId {
+    EnvironmentId::parse(&format!("env_{n:032x}")).unwrap()
+}
 
 /// Creates an organization and returns its id.
 pub async fn org(store: &dyn Store, name: &str) -> String {

@@ -3,7 +3,7 @@
 
 use super::backend::Backend;
 use super::contract;
-use super::records::{asc, org};
+use super::records::{asc, env, org};
 use protocol::file::FileObject;
 use protocol::skill::{SkillRecord, SkillVersionRecord};
 
@@ -124,26 +124,27 @@ async fn environments_keep_their_own_copies_of_skills_and_files(b: &Backend) {
     let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
     store.create_skill(&mine, &skill("skill_1", 1, 1), &version("skill_1", 1), b"zip-v1").await.unwrap();
     store.create_file(&mine, &file("file-1", "user_data"), b"data").await.unwrap();
-    assert!(store.copy_skill_version_to_environment(&mine, "env_1", "skill:pdf-tools", "skill_1", 1).await.unwrap());
-    assert!(store.copy_file_to_environment(&mine, "env_1", "file:0", "file-1").await.unwrap());
-    store.put_environment_content(&mine, "env_1", "skill:inline", &[9, 0, 9]).await.unwrap();
+    assert!(store.copy_skill_version_to_environment(&mine, &env(1), "skill:pdf-tools", "skill_1", 1).await.unwrap());
+    assert!(store.copy_file_to_environment(&mine, &env(1), "file:0", "file-1").await.unwrap());
+    store.put_environment_content(&mine, &env(1), "skill:inline", &[9, 0, 9]).await.unwrap();
     // Another organization's skill or file is not there to copy.
-    assert!(!store.copy_skill_version_to_environment(&theirs, "env_2", "skill:x", "skill_1", 1).await.unwrap());
-    assert!(!store.copy_file_to_environment(&theirs, "env_2", "file:0", "file-1").await.unwrap());
-    assert!(!store.copy_skill_version_to_environment(&mine, "env_1", "skill:x", "skill_1", 7).await.unwrap());
+    assert!(!store.copy_skill_version_to_environment(&theirs, &env(2), "skill:x", "skill_1", 1).await.unwrap());
+    assert!(!store.copy_file_to_environment(&theirs, &env(2), "file:0", "file-1").await.unwrap());
+    assert!(!store.copy_skill_version_to_environment(&mine, &env(1), "skill:x", "skill_1", 7).await.unwrap());
 
     // The copies stay when the originals go.
     assert!(store.delete_skill(&mine, "skill_1").await.unwrap());
     assert!(store.delete_file(&mine, "file-1").await.unwrap());
-    let content = |key: &'static str| store.environment_content(&mine, "env_1", key);
+    let env1 = env(1);
+    let content = |key: &'static str| store.environment_content(&mine, &env1, key);
     assert_eq!(content("skill:pdf-tools").await.unwrap(), Some(b"zip-v1".to_vec()));
     assert_eq!(content("file:0").await.unwrap(), Some(b"data".to_vec()));
     assert_eq!(content("skill:inline").await.unwrap(), Some(vec![9, 0, 9]));
-    assert!(store.environment_content(&theirs, "env_1", "file:0").await.unwrap().is_none());
+    assert!(store.environment_content(&theirs, &env(1), "file:0").await.unwrap().is_none());
 
-    store.delete_environment_contents(&theirs, "env_1").await.unwrap();
+    store.delete_environment_contents(&theirs, &env(1)).await.unwrap();
     assert!(content("file:0").await.unwrap().is_some(), "only its organization deletes them");
-    store.delete_environment_contents(&mine, "env_1").await.unwrap();
+    store.delete_environment_contents(&mine, &env(1)).await.unwrap();
     assert!(content("file:0").await.unwrap().is_none());
     assert!(content("skill:pdf-tools").await.unwrap().is_none());
 }

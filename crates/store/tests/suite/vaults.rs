@@ -3,8 +3,9 @@
 
 use super::backend::Backend;
 use super::contract;
-use super::records::{org, stored_session};
+use super::records::{env, org, stored_session};
 use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
+use protocol::ids::EnvironmentId;
 
 use protocol::vault::{Credential, CredentialAuth, CredentialRecord, Vault};
 use store::Artifact;
@@ -93,9 +94,9 @@ async fn the_master_key_check_keeps_the_first_value(b: &Backend) {
     assert_eq!(b.store.master_key_check().await.unwrap(), Some(vec![1, 2, 0, 3]));
 }
 
-fn environment(id: &str, status: EnvironmentStatus) -> EnvironmentRecord {
+fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecord {
     EnvironmentRecord {
-        id: id.into(),
+        id,
         created_at: 1,
         status,
         error: None,
@@ -114,21 +115,21 @@ fn environment(id: &str, status: EnvironmentStatus) -> EnvironmentRecord {
 async fn environments_are_replaced_only_by_their_organization(b: &Backend) {
     let store = b.store.as_ref();
     let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
-    store.put_environment(&mine, &environment("env_1", EnvironmentStatus::Pending)).await.unwrap();
-    store.put_environment(&mine, &environment("env_1", EnvironmentStatus::Ready)).await.unwrap();
-    store.put_environment(&theirs, &environment("env_1", EnvironmentStatus::Initializing)).await.unwrap();
+    store.put_environment(&mine, &environment(env(1), EnvironmentStatus::Pending)).await.unwrap();
+    store.put_environment(&mine, &environment(env(1), EnvironmentStatus::Ready)).await.unwrap();
+    store.put_environment(&theirs, &environment(env(1), EnvironmentStatus::Initializing)).await.unwrap();
     assert_eq!(
-        store.get_environment(&mine, "env_1").await.unwrap(),
-        Some(environment("env_1", EnvironmentStatus::Ready))
+        store.get_environment(&mine, &env(1)).await.unwrap(),
+        Some(environment(env(1), EnvironmentStatus::Ready))
     );
-    assert!(store.get_environment(&theirs, "env_1").await.unwrap().is_none());
-    store.put_environment(&mine, &environment("env_2", EnvironmentStatus::Pending)).await.unwrap();
+    assert!(store.get_environment(&theirs, &env(1)).await.unwrap().is_none());
+    store.put_environment(&mine, &environment(env(2), EnvironmentStatus::Pending)).await.unwrap();
     let page = store.list_environments(&mine, &super::records::asc()).await.unwrap();
-    assert_eq!(page.items.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(), ["env_1", "env_2"]);
-    assert_eq!(store.sessions_on_environment(&mine, "env_1").await.unwrap(), 0);
-    assert!(!store.delete_environment(&theirs, "env_1").await.unwrap());
-    assert!(store.delete_environment(&mine, "env_1").await.unwrap());
-    assert!(store.get_environment(&mine, "env_1").await.unwrap().is_none());
+    assert_eq!(page.items.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), [env(1), env(2)]);
+    assert_eq!(store.sessions_on_environment(&mine, &env(1)).await.unwrap(), 0);
+    assert!(!store.delete_environment(&theirs, &env(1)).await.unwrap());
+    assert!(store.delete_environment(&mine, &env(1)).await.unwrap());
+    assert!(store.get_environment(&mine, &env(1)).await.unwrap().is_none());
 }
 
 async fn artifacts_are_immutable_and_keep_their_bytes(b: &Backend) {
@@ -140,7 +141,7 @@ async fn artifacts_are_immutable_and_keep_their_bytes(b: &Backend) {
         id: id.into(),
         object: "agent.session.artifact".into(),
         created_at: 1,
-        environment_id: "env_1".into(),
+        environment_id: env(1),
         session_id: session.id,
         turn_id: turn,
         path: "report.bin".into(),
