@@ -133,7 +133,8 @@ async fn commit(conn: &mut PgConnection, writes: &[Write]) -> std::result::Resul
     let mut merged = Vec::with_capacity(stored.len());
     for (id, org_id, doc) in stored {
         // The batch's last state of each session (in a session's own organization only).
-        let state = rows.states.iter().rev().find(|(org, sid, _)| *org == org_id && sid.to_string() == id);
+        let stored_id = SessionId::parse(&id);
+        let state = rows.states.iter().rev().find(|(org, sid, _)| *org == org_id && Some(*sid) == stored_id);
         if let Some((_, _, state)) = state {
             let doc = crate::sql::set_state(&doc, state).map_err(|e| sqlx::Error::Encode(Box::new(e)))?;
             merged.push((id, doc));
