@@ -11,6 +11,7 @@ use protocol::ids::SessionId;
 use protocol::item::{Item, ItemStatus};
 use protocol::session::{SessionRecord, SessionStatus, TokenUsage};
 use protocol::turn::{Turn, TurnError, TurnStatus};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 use store::Write;
@@ -57,7 +58,10 @@ pub struct Recorder {
     next_output_index: i64,
     /// The turn's output items in their latest form, in order (they join the
     /// session's history kept in memory when the turn ends).
-    pub items: Vec<Item>,
+    items: Vec<Item>,
+    /// Where each item is in `items`, by id (an item is rewritten with each
+    /// delta: a scan per write made a long turn quadratic).
+    positions: HashMap<String, usize>,
     pub metrics: Arc<Metrics>,
     /// When the turn went in progress on this recorder (its duration's start).
     started: Option<Instant>,
@@ -72,7 +76,24 @@ impl Recorder {
         session: SessionRecord,
         turn: Turn,
     ) -> Self {
-        Self { journal, bus, org_id, session, turn, next_output_index: 0, items: Vec::new(), metrics, started: None }
+        Self {
+            journal,
+            bus,
+            org_id,
+            session,
+            turn,
+            next_output_index: 0,
+            items: Vec::new(),
+            positions: HashMap::new(),
+            metrics,
+            started: None,
+        }
+    }
+
+    /// The turn's items in their latest form, in order, taken out of the recorder.
+    pub fn take_items(&mut self) -> Vec<Item> {
+        self.positions.clear();
+        std::mem::take(&mut self.items)
     }
 
     /// Counts a tool call whose item ended with `status`.
@@ -86,9 +107,12 @@ impl Recorder {
     }
 
     fn put_item(&mut self, item: &Item) {
-        match self.items.iter_mut().find(|i| i.id() == item.id()) {
+        match self.positions.get(item.id()).and_then(|&at| self.items.get_mut(at)) {
             Some(existing) => *existing = item.clone(),
-            None => self.items.push(item.clone()),
+            None => {
+                self.positions.insert(item.id().to_string(), self.items.len());
+                self.items.push(item.clone());
+            }
         }
         self.journal.write(Write::Item {
             org_id: self.org_id.clone(),

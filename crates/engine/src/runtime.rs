@@ -512,7 +512,7 @@ impl Engine {
         }
         // The finished turns' items, for the next turn of this session.
         let mut history = history_before;
-        history.append(&mut rec.items);
+        history.extend(rec.take_items());
         self.inner.histories.put(session_id, generation, history);
         Ok(())
     }
