@@ -47,3 +47,16 @@ async fn bad_arguments_to_the_bridge_throw_inside_the_program() {
     let outcome = run(code).await;
     assert!(outcome.value.as_deref().unwrap().to_lowercase().contains("bigint"), "{outcome:?}");
 }
+
+#[tokio::test]
+async fn deeply_nested_source_is_refused_without_a_crash() {
+    let code = format!("return {}1{};", "(".repeat(200_000), ")".repeat(200_000));
+    let message = error(&run(&code).await);
+    assert!(message.contains("stack"), "{message}");
+}
+
+#[tokio::test]
+async fn a_program_may_overwrite_the_globals_it_was_given() {
+    let outcome = run("globalThis.call_tool = 1; console = null; JSON.stringify = () => 'x'; return 5;").await;
+    assert_eq!(outcome.value.as_deref(), Some("5"), "the host's serialization is its own: {outcome:?}");
+}
