@@ -14,13 +14,14 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[allow(dead_code)]
-#[path = "../../mcp/tests/suite/support.rs"]
-mod support;
-
 use futures::future::BoxFuture;
-use mcp::{BrokerRegistry, CallToolArgs, Connection, McpCallStatus, Toolset};
+use mcp::{
+    BrokerRegistry, CallToolArgs, CatalogCache, Connection, McpCallStatus, ServerConfig, StdioConfig, SystemClock,
+    Timeouts, Toolset, TransportConfig,
+};
 use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use workflow::{Call, CallKind, Host, Limits, Status};
@@ -29,6 +30,15 @@ const CONSTANT_RUNS: usize = 2000;
 const CONSTANT_WARMUP: usize = 100;
 const CALLS: usize = 100;
 const ROUNDS: usize = 20;
+
+/// The mcp crate's npm test servers (server-everything).
+fn servers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../mcp/tests/servers")
+}
+
+fn cache() -> Arc<CatalogCache> {
+    Arc::new(CatalogCache::new(Arc::new(SystemClock)))
+}
 
 struct ToolsetHost(Toolset);
 
@@ -62,7 +72,7 @@ fn percentile(samples: &mut [Duration], p: f64) -> Duration {
 
 #[tokio::main]
 async fn main() {
-    if let Err(e) = test_support::npm::ensure_installed(&support::servers_dir(), support::EVERYTHING_PACKAGE) {
+    if let Err(e) = test_support::npm::ensure_installed(&servers_dir(), "@modelcontextprotocol/server-everything") {
         eprintln!("cannot run this bench: {e}");
         std::process::exit(2);
     }
@@ -70,7 +80,7 @@ async fn main() {
     let limits = Limits::default();
 
     // 1. A constant.
-    let idle = ToolsetHost(Toolset::new("org", "session", support::cache()));
+    let idle = ToolsetHost(Toolset::new("org", "session", cache()));
     let mut constant = Vec::new();
     for i in 0..CONSTANT_WARMUP + CONSTANT_RUNS {
         let began = Instant::now();
@@ -85,14 +95,23 @@ async fn main() {
     println!("program returning a constant ({CONSTANT_RUNS} runs): p50 {p50:?}, p99 {p99:?} (budget p50 2 ms)");
 
     // 2. 100 sequential call_tools, in a program and directly.
-    let config = support::everything_stdio_config();
+    let entry = servers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let config = StdioConfig {
+        command: "node".into(),
+        args: vec![entry.to_string_lossy().into_owned(), "stdio".into()],
+        cwd: Some(servers_dir()),
+        ..StdioConfig::default()
+    };
+    let timeouts = Timeouts::all(Duration::from_secs(20));
     let registry = BrokerRegistry::new();
     let broker = registry
-        .get_or_start("sbx_bench", "everything", || Connection::spawn_stdio("everything", &config, support::timeouts()))
+        .get_or_start("sbx_bench", "everything", || Connection::spawn_stdio("everything", &config, timeouts))
         .await
         .unwrap();
-    let toolset = Toolset::new("org", "session", support::cache())
-        .with_server(support::stdio_config("everything", config.clone()), broker.connection().clone());
+    let toolset = Toolset::new("org", "session", cache()).with_server(
+        ServerConfig::new("everything", TransportConfig::Stdio(config.clone())),
+        broker.connection().clone(),
+    );
     let host = ToolsetHost(toolset.clone());
     let args = CallToolArgs::new("everything", "echo", json!({"message": "bench"}));
     let code = format!(
