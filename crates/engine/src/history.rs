@@ -71,6 +71,15 @@ pub fn messages(items: &[Item]) -> Vec<Message> {
                 };
                 out.push(Message::tool_result(call_id, text));
             }
+            Item::Program { call_id, code, .. } => {
+                let args = serde_json::json!({"code": code});
+                out.push(Message::ToolCall(ToolCall::new(call_id, "dynamic_workflow", args.to_string())));
+                unanswered.push(call_id.clone());
+            }
+            Item::ProgramOutput { call_id, result, .. } => {
+                unanswered.retain(|c| c != call_id);
+                out.push(Message::tool_result(call_id, result.clone()));
+            }
             Item::CommandExecution { call_id, command, cwd, output, exit_code, .. } => {
                 let args = serde_json::json!({"command": command, "cwd": cwd});
                 out.push(Message::ToolCall(ToolCall::new(call_id, "shell", args.to_string())));

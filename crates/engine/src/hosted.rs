@@ -1,7 +1,8 @@
 //! The hosted tools the server gives each turn: the sandbox built-ins when
 //! the session has an environment (whose initialization starts with the
 //! turn) and the catalog of its skills in the instructions, the MCP helpers
-//! when it configures MCP servers (connected before the first model call),
+//! when it configures MCP servers (connected before the first model call) and
+//! `dynamic_workflow` over them when the session enables it,
 //! and the collection of outputs into artifacts after it.
 
 use crate::environments::Environments;
@@ -11,10 +12,11 @@ use crate::record::Recorder;
 use crate::sandbox_tools::{SandboxTools, collect_outputs, output_dir};
 use crate::skill_catalog::{self, Catalog};
 use crate::tools::{HostedTools, HostedToolsFactory};
-use protocol::ids::EnvironmentId;
-use protocol::ids::TurnId;
+use crate::workflow_tool::WorkflowTool;
+use protocol::ids::{EnvironmentId, TurnId};
 use protocol::session::{SessionEnvironment, SessionRecord};
 use protocol::skill::HostedSkill;
+use protocol::tool::ToolParam;
 use protocol::turn::TurnError;
 use std::sync::Arc;
 use store::Store;
@@ -123,7 +125,16 @@ impl HostedToolsFactory for ServerTools {
                 sb.announce_outcome(rec, connected.as_ref().err()).await;
             }
             if let Some(mcp) = connected? {
-                tools.push(Arc::new(mcp));
+                let mcp = Arc::new(mcp);
+                tools.push(Arc::clone(&mcp) as Arc<dyn HostedTools>);
+                let config = &rec.session.agent.config;
+                if config.tools.iter().any(ToolParam::enables_workflow) {
+                    let functions = config.tools.iter().filter_map(|t| match t {
+                        ToolParam::Function(f) => Some(f.name.clone()),
+                        _ => None,
+                    });
+                    tools.push(Arc::new(WorkflowTool::new(mcp, functions.collect())));
+                }
             }
         }
         Ok(tools)

@@ -13,7 +13,10 @@
 //! - [`hosted`]: the server's hosted tools: [`sandbox_tools`] (shell and
 //!   files in the environment) and the MCP helpers ([`mcp_tools`] over the
 //!   servers [`mcp_connect`] connects; stdio ones run in the sandbox through
-//!   [`mcp_launch`]).
+//!   [`mcp_launch`]), and [`workflow_tool`] (`dynamic_workflow`: programs over
+//!   the MCP helpers, run by the `workflow` crate's interpreter).
+//! - [`tool_search`]: `tool_search` over the deferred client functions, which
+//!   [`tools::ToolSet`] offers the model once found.
 //! - [`environments`]: one sandbox per environment, initialized once;
 //!   [`setup_progress`] keeps its setup's step and log while it runs;
 //!   [`environment_contents`] places its skills (first) and uploaded
@@ -37,8 +40,10 @@ mod runtime;
 pub mod sandbox_tools;
 pub mod setup_progress;
 pub mod skill_catalog;
+pub mod tool_search;
 pub mod tools;
 pub mod turn;
+pub mod workflow_tool;
 
 pub use bus::Bus;
 pub use error::{Error, Result};

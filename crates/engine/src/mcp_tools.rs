@@ -153,6 +153,36 @@ impl McpTools {
         HostedOutput::text(model_text(&record))
     }
 
+    /// A `call_tool` from a Dynamic Workflow program: the same checks, credentials and refresh
+    /// as the model's own, but no item (the program's output records it).
+    pub(crate) async fn nested_call_tool(&self, arguments: &str, cancel: &CancellationToken) -> McpCall {
+        let mut record = self.toolset().await.call_tool_json(arguments, cancel).await;
+        if record.failure.as_ref().is_some_and(unauthorized) && self.refresh(&record.server_label).await {
+            record = self.toolset().await.call_tool_json(arguments, cancel).await;
+        }
+        record
+    }
+
+    /// A `search_tools` from a Dynamic Workflow program.
+    pub(crate) async fn nested_search_tools(
+        &self,
+        arguments: &str,
+        cancel: &CancellationToken,
+    ) -> Result<mcp::SearchOutput, mcp::McpError> {
+        self.toolset().await.search_tools_json(arguments, cancel).await
+    }
+
+    /// Whether `label` is one of the turn's servers.
+    pub(crate) async fn has_server(&self, label: &str) -> bool {
+        self.live.read().await.planned.iter().any(|p| p.spec.config.label == label)
+    }
+
+    /// Resumes a paused sandbox, which would hold an environment-origin server's answer back.
+    pub(crate) async fn touch(&self) {
+        let planned: Vec<Planned> = self.live.read().await.planned.clone();
+        let _ = self.connector.touch(&planned).await;
+    }
+
     /// After a 401 from `label`: forces a refresh of its vault credential and reconnects.
     /// `true` when a new connection is in place.
     async fn refresh(&self, label: &str) -> bool {
@@ -229,9 +259,7 @@ impl HostedTools for McpTools {
         rec: &mut Recorder,
         cancel: &CancellationToken,
     ) -> HostedOutput {
-        // A paused sandbox would hold an environment-origin server's answer back.
-        let planned: Vec<Planned> = self.live.read().await.planned.clone();
-        let _ = self.connector.touch(&planned).await;
+        self.touch().await;
         let text = arguments.to_string();
         match name {
             "call_tool" => self.call_tool(call_id, &arguments, rec, cancel).await,

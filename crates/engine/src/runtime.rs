@@ -189,7 +189,7 @@ impl Engine {
                 | Item::CommandExecution { status, .. } => {
                     *status = ItemStatus::Incomplete;
                 }
-                Item::FunctionCallOutput { .. } => {}
+                Item::FunctionCallOutput { .. } | Item::Program { .. } | Item::ProgramOutput { .. } => {}
             }
             self.write(Write::Item { org_id: org_id.to_string(), session_id, item: item.clone() });
             events.push(EventBody::ItemDone { session_id: sid, turn_id, output_index: index, item });

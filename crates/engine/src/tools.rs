@@ -1,8 +1,10 @@
 //! The tools a turn offers the model: client functions (the turn waits for
 //! the caller's result) and hosted tools that run inside the server (sandbox
-//! built-ins, MCP helpers), which plug in through [`HostedTools`].
+//! built-ins, MCP helpers), which plug in through [`HostedTools`]. Deferred
+//! functions are offered only once `tool_search` has found them.
 
 use crate::record::Recorder;
+use crate::tool_search::{Loaded, ToolSearch};
 use models::ToolSpec;
 use protocol::agent::AgentConfig;
 use protocol::tool::{FunctionTool, ToolParam};
@@ -93,19 +95,37 @@ pub trait HostedToolsFactory: Send + Sync {
 pub struct ToolSet {
     pub functions: HashMap<String, FunctionTool>,
     pub hosted: Vec<Arc<dyn HostedTools>>,
+    /// Deferred functions `tool_search` found this turn: offered from then on.
+    loaded: Loaded,
 }
 
 impl ToolSet {
-    pub fn new(config: &AgentConfig, hosted: Vec<Arc<dyn HostedTools>>) -> Self {
-        let functions = config
+    pub fn new(config: &AgentConfig, mut hosted: Vec<Arc<dyn HostedTools>>) -> Self {
+        let functions: HashMap<String, FunctionTool> = config
             .tools
             .iter()
             .filter_map(|t| match t {
                 ToolParam::Function(f) => Some((f.name.clone(), f.clone())),
-                ToolParam::Mcp(_) => None,
+                _ => None,
             })
             .collect();
-        Self { functions, hosted }
+        let loaded = Loaded::default();
+        if config.tools.iter().any(|t| matches!(t, ToolParam::ToolSearch)) {
+            let mut deferred: Vec<&FunctionTool> = functions.values().filter(|f| f.defer_loading).collect();
+            deferred.sort_by(|a, b| a.name.cmp(&b.name));
+            hosted.push(Arc::new(ToolSearch::new(deferred, Arc::clone(&loaded))));
+        }
+        Self { functions, hosted, loaded }
+    }
+
+    /// Whether the model may call client function `name` now: it is not deferred, or
+    /// `tool_search` has found it.
+    pub fn offers_function(&self, name: &str) -> bool {
+        match self.functions.get(name) {
+            Some(f) if f.defer_loading => self.loaded.lock().is_ok_and(|loaded| loaded.contains(name)),
+            Some(_) => true,
+            None => false,
+        }
     }
 
     /// Every tool as the model sees it.
@@ -113,6 +133,7 @@ impl ToolSet {
         let mut specs: Vec<ToolSpec> = self
             .functions
             .values()
+            .filter(|f| self.offers_function(&f.name))
             .map(|f| ToolSpec::new(&f.name, &f.description, Value::Object(f.parameters.clone())))
             .collect();
         specs.sort_by(|a, b| a.name.cmp(&b.name));

@@ -245,7 +245,7 @@ impl TurnRun {
                 }
                 continue;
             }
-            let known = self.tools.functions.contains_key(&call.name);
+            let known = self.tools.offers_function(&call.name);
             let problem = match (&parsed, known) {
                 (_, false) => Some(format!("unknown tool '{}'", call.name)),
                 (Err(e), true) => Some(format!("the arguments are not valid JSON: {e}")),

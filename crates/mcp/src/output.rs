@@ -14,6 +14,9 @@ pub struct CallOutput {
     pub text: String,
     /// The server's `isError`: the tool ran and reported a failure.
     pub is_error: bool,
+    /// The tool's `structuredContent`, when it sent one (Dynamic Workflow programs receive it).
+    #[serde(skip)]
+    pub structured: Option<Value>,
 }
 
 impl CallOutput {
@@ -30,7 +33,11 @@ impl CallOutput {
         {
             parts.push(structured.to_string());
         }
-        CallOutput { text: parts.join("\n"), is_error: result.is_error.unwrap_or(false) }
+        CallOutput {
+            text: parts.join("\n"),
+            is_error: result.is_error.unwrap_or(false),
+            structured: result.structured_content.clone(),
+        }
     }
 }
 
@@ -59,6 +66,9 @@ pub struct McpCall {
     /// The failure as a value, for the engine (not part of the item).
     #[serde(skip)]
     pub failure: Option<McpError>,
+    /// The tool's `structuredContent` of a completed call (not part of the item).
+    #[serde(skip)]
+    pub structured: Option<Value>,
 }
 
 impl McpCall {
@@ -71,6 +81,7 @@ impl McpCall {
             error: None,
             status: McpCallStatus::Completed,
             failure: None,
+            structured: None,
         }
     }
 
@@ -80,6 +91,7 @@ impl McpCall {
             self.error = Some(output.text);
         } else {
             self.output = Some(output.text);
+            self.structured = output.structured;
         }
         self
     }

@@ -1,5 +1,6 @@
 //! Items: what a session's history is made of — messages, function calls and
-//! their outputs, MCP calls and command executions — in the client's shapes.
+//! their outputs, MCP calls, command executions and Dynamic Workflow programs with their
+//! outputs — in the client's shapes.
 
 use crate::ids::TurnId;
 use serde::{Deserialize, Serialize};
@@ -105,6 +106,25 @@ pub enum Item {
         duration_ms: Option<i64>,
         status: ItemStatus,
     },
+    /// A Dynamic Workflow program the model ran (`dynamic_workflow`).
+    Program {
+        id: String,
+        turn_id: TurnId,
+        call_id: String,
+        /// The JavaScript the model wrote (the body of an async function).
+        code: String,
+        /// Opaque to clients: the SHA-256 of the code.
+        fingerprint: String,
+    },
+    /// How a program ended: what it returned (or why it stopped), then its console output.
+    ProgramOutput {
+        id: String,
+        turn_id: TurnId,
+        call_id: String,
+        result: String,
+        /// `completed` or `incomplete`.
+        status: ItemStatus,
+    },
 }
 
 impl Item {
@@ -114,7 +134,9 @@ impl Item {
             | Item::FunctionCall { id, .. }
             | Item::FunctionCallOutput { id, .. }
             | Item::McpCall { id, .. }
-            | Item::CommandExecution { id, .. } => id,
+            | Item::CommandExecution { id, .. }
+            | Item::Program { id, .. }
+            | Item::ProgramOutput { id, .. } => id,
         }
     }
 
@@ -124,7 +146,9 @@ impl Item {
             | Item::FunctionCall { turn_id, .. }
             | Item::FunctionCallOutput { turn_id, .. }
             | Item::McpCall { turn_id, .. }
-            | Item::CommandExecution { turn_id, .. } => *turn_id,
+            | Item::CommandExecution { turn_id, .. }
+            | Item::Program { turn_id, .. }
+            | Item::ProgramOutput { turn_id, .. } => *turn_id,
         }
     }
 

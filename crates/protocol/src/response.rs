@@ -71,6 +71,13 @@ fn output_item_of(item: &Item, settled: bool) -> Option<Value> {
             "arguments": arguments_string(arguments), "output": string_of(output), "error": string_of(error),
             "status": item_status(*status),
         })),
+        Item::Program { id, call_id, code, fingerprint, .. } => Some(json!({
+            "id": id, "type": "program", "call_id": call_id, "code": code, "fingerprint": fingerprint,
+        })),
+        Item::ProgramOutput { id, call_id, result, status, .. } => Some(json!({
+            "id": id, "type": "program_output", "call_id": call_id, "result": result,
+            "status": item_status(*status),
+        })),
         _ => None,
     }
 }

@@ -1,5 +1,7 @@
-//! Tool definitions: client functions (`type: "function"`) and MCP servers
-//! (`type: "mcp"`). Requests use [`ToolParam`]; resources show [`Tool`], which
+//! Tool definitions: client functions (`type: "function"`), MCP servers
+//! (`type: "mcp"`), Dynamic Workflow (`type: "dynamic_workflow"`, or the client's
+//! `type: "programmatic_tool_calling"`) and the search over deferred functions
+//! (`type: "tool_search"`). Requests use [`ToolParam`]; resources show [`Tool`], which
 //! never carries inline secrets (`authorization`, `headers`, `env`).
 
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,25 @@ use std::collections::BTreeMap;
 pub enum ToolParam {
     Function(FunctionTool),
     Mcp(McpToolParam),
+    /// The spec's name for model-written programs over the MCP tools.
+    DynamicWorkflow,
+    /// The client's name for the same capability; on only when `enabled`.
+    ProgrammaticToolCalling(ProgrammaticToolCalling),
+    /// `tool_search` over the deferred functions.
+    ToolSearch,
 }
+
+/// `{"type":"programmatic_tool_calling","enabled":…}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgrammaticToolCalling {
+    pub enabled: bool,
+}
+
+/// The fields of a tool that has none but its type.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
 
 /// A function defined by the application: the turn waits for its result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -82,6 +102,9 @@ pub enum McpTransportParam {
 pub enum Tool {
     Function(FunctionTool),
     Mcp(McpTool),
+    DynamicWorkflow,
+    ProgrammaticToolCalling(ProgrammaticToolCalling),
+    ToolSearch,
 }
 
 /// An MCP server as resources show it: no inline secrets.
@@ -148,7 +171,18 @@ impl ToolParam {
                 request_metadata: m.request_metadata.clone().unwrap_or_default(),
                 required: m.required,
             }),
+            ToolParam::DynamicWorkflow => Tool::DynamicWorkflow,
+            ToolParam::ProgrammaticToolCalling(p) => Tool::ProgrammaticToolCalling(*p),
+            ToolParam::ToolSearch => Tool::ToolSearch,
         }
+    }
+
+    /// Whether this tool turns Dynamic Workflow on.
+    pub fn enables_workflow(&self) -> bool {
+        matches!(
+            self,
+            ToolParam::DynamicWorkflow | ToolParam::ProgrammaticToolCalling(ProgrammaticToolCalling { enabled: true })
+        )
     }
 
     /// The name the tool is known by: a function's name or an MCP server label.
@@ -156,6 +190,9 @@ impl ToolParam {
         match self {
             ToolParam::Function(f) => &f.name,
             ToolParam::Mcp(m) => &m.server_label,
+            ToolParam::DynamicWorkflow => "dynamic_workflow",
+            ToolParam::ProgrammaticToolCalling(_) => "programmatic_tool_calling",
+            ToolParam::ToolSearch => "tool_search",
         }
     }
 }
@@ -186,9 +223,15 @@ struct StdioFields {
 
 impl<'de> Deserialize<'de> for ToolParam {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let (kind, rest) = crate::tagged::split::<D>(d, &["function", "mcp"])?;
+        const KINDS: [&str; 5] = ["function", "mcp", "dynamic_workflow", "programmatic_tool_calling", "tool_search"];
+        let (kind, rest) = crate::tagged::split::<D>(d, &KINDS)?;
         match kind.as_str() {
             "function" => crate::tagged::variant::<FunctionTool, D>(rest).map(ToolParam::Function),
+            "dynamic_workflow" => crate::tagged::variant::<NoFields, D>(rest).map(|_| ToolParam::DynamicWorkflow),
+            "programmatic_tool_calling" => {
+                crate::tagged::variant::<ProgrammaticToolCalling, D>(rest).map(ToolParam::ProgrammaticToolCalling)
+            }
+            "tool_search" => crate::tagged::variant::<NoFields, D>(rest).map(|_| ToolParam::ToolSearch),
             _ => crate::tagged::variant::<McpToolParam, D>(rest).map(ToolParam::Mcp),
         }
     }

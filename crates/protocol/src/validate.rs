@@ -15,7 +15,9 @@ pub const METADATA_MAX_VALUE: usize = 512;
 /// The tool list must fit in this many bytes of compact JSON.
 pub const TOOLS_MAX_BYTES: usize = 3 * 1024 * 1024;
 /// Names the runtime gives its own tools; client functions may not take them.
-pub const RESERVED_TOOL_NAMES: [&str; 8] = [
+pub const RESERVED_TOOL_NAMES: [&str; 10] = [
+    "dynamic_workflow",
+    "tool_search",
     "search_tools",
     "call_tool",
     "list_mcp_resources",
@@ -126,9 +128,20 @@ pub fn tools(param: &str, tools: &[ToolParam], owner: Owner) -> Result {
     }
     let mut functions = HashSet::new();
     let mut labels = HashSet::new();
+    let has_mcp = tools.iter().any(|t| matches!(t, ToolParam::Mcp(_)));
+    let has_search = tools.iter().any(|t| matches!(t, ToolParam::ToolSearch));
     for (i, tool) in tools.iter().enumerate() {
         let at = |field: &str| format!("{param}[{i}].{field}");
         match tool {
+            ToolParam::DynamicWorkflow | ToolParam::ProgrammaticToolCalling(_) => {
+                if tool.enables_workflow() && !has_mcp {
+                    return Err(invalid(
+                        at("type"),
+                        format!("'{}' calls MCP tools from a program: add at least one mcp tool", tool.name()),
+                    ));
+                }
+            }
+            ToolParam::ToolSearch => {}
             ToolParam::Function(f) => {
                 identifier(&at("name"), &f.name)?;
                 if RESERVED_TOOL_NAMES.contains(&f.name.as_str()) {
@@ -138,6 +151,12 @@ pub fn tools(param: &str, tools: &[ToolParam], owner: Owner) -> Result {
                     return Err(invalid(at("name"), format!("duplicate function name '{}'", f.name)));
                 }
                 text(&at("description"), &f.description, 0, 16 * 1024)?;
+                if f.defer_loading && !has_search {
+                    return Err(invalid(
+                        at("defer_loading"),
+                        "a deferred function is found only through tool search: add {\"type\":\"tool_search\"}",
+                    ));
+                }
             }
             ToolParam::Mcp(m) => {
                 identifier(&at("server_label"), &m.server_label)?;

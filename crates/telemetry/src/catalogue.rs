@@ -47,7 +47,7 @@ labels!(
 labels!(
     /// What ran a tool call: `shell`, `read_file`/`write_file` (`file`), `call_tool`
     /// (`mcp`) or a client function.
-    ToolKind { Shell => "shell", File => "file", Mcp => "mcp", Function => "function" }
+    ToolKind { Shell => "shell", File => "file", Mcp => "mcp", Function => "function", Program => "program" }
 );
 labels!(
     /// The final status of a tool call's item.

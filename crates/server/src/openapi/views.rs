@@ -76,6 +76,10 @@ pub(super) fn conversation_item(g: &mut SchemaGenerator) -> Value {
         object(json!({"id": string(), "type": one_of(&["mcp_call"]), "server_label": string(), "name": string(),
                       "arguments": string(), "output": nullable("string"), "error": nullable("string"),
                       "status": item_status()})),
+        object(json!({"id": string(), "type": one_of(&["program"]), "call_id": string(), "code": string(),
+                      "fingerprint": string()})),
+        object(json!({"id": string(), "type": one_of(&["program_output"]), "call_id": string(), "result": string(),
+                      "status": one_of(&["completed", "incomplete"])})),
     ]});
     define(g, "ConversationItem", schema)
 }

@@ -99,7 +99,7 @@ fn function_tools(config: &AgentConfig) -> Vec<Value> {
         .filter_map(|t| match t {
             ToolParam::Function(f) => Some(json!({"type": "function", "name": f.name, "description": f.description,
                                                   "parameters": f.parameters, "strict": false})),
-            ToolParam::Mcp(_) => None,
+            _ => None,
         })
         .collect()
 }

@@ -17,6 +17,7 @@ mod outage;
 mod responses;
 mod sessions;
 mod skills;
+mod tool_search;
 mod turn_failures;
 mod turns;
 mod vaults;

@@ -15,6 +15,7 @@ mod http;
 mod prefetch;
 mod stdio;
 mod vaults;
+mod workflow;
 
 use crate::support::TestServer;
 use reqwest::StatusCode;
