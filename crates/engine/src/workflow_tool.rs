@@ -152,8 +152,8 @@ impl HostedTools for WorkflowTool {
             Err(e) => return HostedOutput::text(format!("error: {e}")),
         };
         self.mcp.touch().await;
-        let host = McpHost { mcp: Arc::clone(&self.mcp), not_mcp: Arc::clone(&self.not_mcp) };
-        let outcome = workflow::run(code, &host, self.limits, cancel).await;
+        let host = Arc::new(McpHost { mcp: Arc::clone(&self.mcp), not_mcp: Arc::clone(&self.not_mcp) });
+        let outcome = workflow::run(code, host.clone(), self.limits, cancel).await;
         let status = match outcome.status {
             Status::Completed => ItemStatus::Completed,
             Status::Incomplete => ItemStatus::Incomplete,

@@ -80,11 +80,11 @@ async fn main() {
     let limits = Limits::default();
 
     // 1. A constant.
-    let idle = ToolsetHost(Toolset::new("org", "session", cache()));
+    let idle = std::sync::Arc::new(ToolsetHost(Toolset::new("org", "session", cache())));
     let mut constant = Vec::new();
     for i in 0..CONSTANT_WARMUP + CONSTANT_RUNS {
         let began = Instant::now();
-        let outcome = workflow::run("return 42;", &idle, limits, &cancel).await;
+        let outcome = workflow::run("return 42;", idle.clone(), limits, &cancel).await;
         let took = began.elapsed();
         assert_eq!(outcome.value.as_deref(), Some("42"), "{outcome:?}");
         if i >= CONSTANT_WARMUP {
@@ -112,7 +112,7 @@ async fn main() {
         ServerConfig::new("everything", TransportConfig::Stdio(config.clone())),
         broker.connection().clone(),
     );
-    let host = ToolsetHost(toolset.clone());
+    let host = std::sync::Arc::new(ToolsetHost(toolset.clone()));
     let args = CallToolArgs::new("everything", "echo", json!({"message": "bench"}));
     let code = format!(
         "let last; for (let i = 0; i < {CALLS}; i++) last = await call_tool({{server: 'everything', name: 'echo', \
@@ -127,7 +127,7 @@ async fn main() {
         }
         let direct_took = began.elapsed();
         let began = Instant::now();
-        let outcome = workflow::run(&code, &host, limits, &cancel).await;
+        let outcome = workflow::run(&code, host.clone(), limits, &cancel).await;
         let program_took = began.elapsed();
         assert_eq!(outcome.status, Status::Completed, "{outcome:?}");
         assert_eq!(outcome.value.as_deref(), Some("\"Echo: bench\""));

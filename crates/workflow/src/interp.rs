@@ -1,12 +1,15 @@
 //! The interpreter thread: one QuickJS runtime per run, with the limits set on it, the bridge
 //! functions and `console` installed, the program evaluated as the body of an async function,
-//! and a loop that runs the job queue and settles the program's pending nested calls with the
-//! answers the async side sends, until the program's promise settles or the run is stopped.
+//! and a loop that runs the job queue and, while the program waits, drives the host's futures
+//! for its nested calls and settles their promises with the answers, until the program's
+//! promise settles or the run is stopped.
 
 use crate::describe;
 use crate::limits::{Limits, Stop};
 use crate::output::{Log, Outcome, cut};
-use crate::{Call, CallKind, Request, Wake};
+use crate::{Call, CallKind, Host};
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Opt;
 use rquickjs::promise::PromiseState;
@@ -16,9 +19,8 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::Instant;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
 
 /// What the program is wrapped in. The prefix shares the program's first line, so line numbers
 /// are the program's own; columns on line 1 are shifted by its length.
@@ -43,22 +45,31 @@ const PRELUDE: &str = r#"(() => {
 
 type Resolvers = (Persistent<Function<'static>>, Persistent<Function<'static>>);
 
+/// What answers the program's nested calls, and how their futures are driven.
+pub(crate) struct Bridge {
+    pub(crate) host: Arc<dyn Host>,
+    /// The runtime whose I/O the host's futures use (this thread blocks on them with it).
+    pub(crate) handle: tokio::runtime::Handle,
+    /// Cancelled when the run stops: the host's futures and a wait for them end.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// A nested call's answer: the id of its promise, and the value or an error message.
+type Answer = (u64, Result<serde_json::Value, String>);
+
 /// What the bridge functions share with the loop.
 struct State {
-    requests: Option<UnboundedSender<Request>>,
+    /// The nested calls under way; `None` once the run stops taking calls.
+    calls: Option<FuturesUnordered<BoxFuture<'static, Answer>>>,
+    /// Nested calls made so far.
+    made: usize,
     next: u64,
     pending: HashMap<u64, Resolvers>,
     log: Log,
 }
 
 /// Runs one program to its outcome.
-pub(crate) fn run(
-    code: &str,
-    limits: Limits,
-    stop: &Arc<AtomicU8>,
-    requests: UnboundedSender<Request>,
-    wakes: Receiver<Wake>,
-) -> Outcome {
+pub(crate) fn run(code: &str, limits: Limits, stop: &Arc<AtomicU8>, bridge: Bridge) -> Outcome {
     let runtime = match Runtime::new() {
         Ok(runtime) => runtime,
         Err(e) => return Outcome::incomplete(format!("the interpreter could not start: {e}"), String::new()),
@@ -82,28 +93,38 @@ pub(crate) fn run(
         Err(e) => return Outcome::incomplete(format!("the interpreter could not start: {e}"), String::new()),
     };
     let state = Rc::new(RefCell::new(State {
-        requests: Some(requests),
+        calls: Some(FuturesUnordered::new()),
+        made: 0,
         next: 0,
         pending: HashMap::new(),
         log: Log::new(limits.log_bytes),
     }));
-    let run = Run { limits, stop, state: Rc::clone(&state), wakes: &wakes, deadline };
+    let run = Run { limits, stop, state: Rc::clone(&state), bridge: &bridge, deadline };
     let mut outcome = context.with(|ctx| run.program(&ctx, code));
-    // Nothing may outlive the runtime: the resolvers of unanswered calls go first, and the
-    // sender, so the async side sees the run end.
+    // Nothing may outlive the runtime: the resolvers of unanswered calls go first; the calls
+    // still under way are cancelled and dropped.
+    bridge.cancel.cancel();
     let mut state = state.borrow_mut();
     state.pending.clear();
-    state.requests = None;
+    state.calls = None;
     outcome.log = state.log.take();
+    outcome.nested_calls = state.made.min(limits.nested_calls);
     outcome
 }
 
 struct Run<'a> {
     limits: Limits,
-    stop: &'a AtomicU8,
+    stop: &'a Arc<AtomicU8>,
     state: Rc<RefCell<State>>,
-    wakes: &'a Receiver<Wake>,
+    bridge: &'a Bridge,
     deadline: Instant,
+}
+
+/// What ended a wait for answers.
+enum Woke {
+    Answer(Answer),
+    Stop,
+    Timeout,
 }
 
 impl Run<'_> {
@@ -145,18 +166,40 @@ impl Run<'_> {
                     String::new(),
                 );
             }
-            let wait = self.deadline.saturating_duration_since(Instant::now());
-            match self.wakes.recv_timeout(wait) {
-                Ok(Wake::Reply(id, answer)) => self.settle(ctx, id, answer),
-                Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => {
+            match self.wait() {
+                Woke::Answer((id, answer)) => self.settle(ctx, id, answer.map(|value| value.to_string())),
+                Woke::Stop => {
                     let stop = self.stopped().unwrap_or(Stop::Cancelled);
                     return Outcome::incomplete(stop.message(&self.limits), String::new());
                 }
-                Err(RecvTimeoutError::Timeout) => {
+                Woke::Timeout => {
                     return Outcome::incomplete(Stop::WallClock.message(&self.limits), String::new());
                 }
             }
         }
+    }
+
+    /// Blocks until a nested call answers, the run is cancelled, or the wall clock runs out.
+    /// The bridge functions are not called meanwhile (no JavaScript runs), so the calls are
+    /// taken out of the state for the wait.
+    fn wait(&self) -> Woke {
+        let Some(mut calls) = self.state.borrow_mut().calls.take() else { return Woke::Stop };
+        let deadline = tokio::time::Instant::from_std(self.deadline);
+        let cancel = &self.bridge.cancel;
+        let woke = self.bridge.handle.block_on(async {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => Woke::Stop,
+                answer = calls.next() => answer.map_or(Woke::Stop, Woke::Answer),
+                _ = tokio::time::sleep_until(deadline) => Woke::Timeout,
+            }
+        });
+        self.state.borrow_mut().calls = Some(calls);
+        woke
+    }
+
+    fn stop_flag(&self) -> Arc<AtomicU8> {
+        Arc::clone(self.stop)
     }
 
     fn stopped(&self) -> Option<Stop> {
@@ -182,6 +225,8 @@ impl Run<'_> {
     /// settles.
     fn bridge<'js>(&self, ctx: &Ctx<'js>, kind: CallKind) -> rquickjs::Result<Function<'js>> {
         let state = Rc::clone(&self.state);
+        let (host, cancel) = (Arc::clone(&self.bridge.host), self.bridge.cancel.clone());
+        let (stop, limit) = (self.stop_flag(), self.limits.nested_calls);
         let function = Function::new(ctx.clone(), move |ctx: Ctx<'js>, argument: Opt<Value<'js>>| {
             let arguments = match argument.0 {
                 Some(value) if !value.is_undefined() => match ctx.json_stringify(value)? {
@@ -194,8 +239,16 @@ impl Run<'_> {
             let mut state = state.borrow_mut();
             let id = state.next;
             state.next += 1;
-            let request = Request { id, call: Call { kind, arguments } };
-            if state.requests.as_ref().is_some_and(|tx| tx.send(request).is_ok()) {
+            state.made += 1;
+            if state.made > limit {
+                // Over the limit: the run stops (the interrupt handler reads the flag).
+                let _ = stop.compare_exchange(0, Stop::NestedCalls.code(), Ordering::SeqCst, Ordering::SeqCst);
+                cancel.cancel();
+                state.calls = None;
+            }
+            if let Some(calls) = state.calls.as_mut() {
+                let answer = host.call(Call { kind, arguments }, cancel.clone());
+                calls.push(Box::pin(async move { (id, answer.await) }));
                 state.pending.insert(id, (Persistent::save(&ctx, resolve), Persistent::save(&ctx, reject)));
             } else {
                 drop(state);

@@ -56,14 +56,14 @@ async fn call_tool_answers_values_and_failures_throw() {
 
 #[tokio::test]
 async fn promise_all_runs_calls_at_once() {
-    let host = TestHost::default();
+    let host = std::sync::Arc::new(TestHost::default());
     let code = r#"
         const calls = [...Array(10).keys()].map(i =>
             call_tool({server: "s", name: "slow", arguments: {ms: 200, i}}));
         return (await Promise.all(calls)).map(r => r.i);
     "#;
     let began = Instant::now();
-    let outcome = workflow::run(code, &host, Limits::default(), &CancellationToken::new()).await;
+    let outcome = workflow::run(code, host.clone(), Limits::default(), &CancellationToken::new()).await;
     assert_eq!(outcome.value.as_deref(), Some("[0,1,2,3,4,5,6,7,8,9]"), "{outcome:?}");
     assert_eq!(host.most.load(Ordering::SeqCst), 10, "all ten were running together");
     assert!(began.elapsed() < Duration::from_millis(1500), "{:?}", began.elapsed());
@@ -80,7 +80,7 @@ async fn an_uncaught_failure_ends_the_run_with_its_message() {
 #[tokio::test]
 async fn cancelling_stops_a_waiting_program_at_once() {
     let cancel = CancellationToken::new();
-    let host = TestHost::default();
+    let host = std::sync::Arc::new(TestHost::default());
     let trigger = cancel.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -88,7 +88,7 @@ async fn cancelling_stops_a_waiting_program_at_once() {
     });
     let began = Instant::now();
     let code = "await call_tool({server: 's', name: 'hang'}); return 1;";
-    let outcome = workflow::run(code, &host, Limits::default(), &cancel).await;
+    let outcome = workflow::run(code, host.clone(), Limits::default(), &cancel).await;
     assert_eq!(error(&outcome), "the program was stopped: the turn was cancelled");
     assert!(began.elapsed() < Duration::from_secs(2), "{:?}", began.elapsed());
 }
@@ -102,7 +102,8 @@ async fn cancelling_stops_a_computing_program_at_once() {
         trigger.cancel();
     });
     let began = Instant::now();
-    let outcome = workflow::run("while (true) {}", &TestHost::default(), Limits::default(), &cancel).await;
+    let outcome =
+        workflow::run("while (true) {}", std::sync::Arc::new(TestHost::default()), Limits::default(), &cancel).await;
     assert_eq!(error(&outcome), "the program was stopped: the turn was cancelled");
     assert!(began.elapsed() < Duration::from_secs(2), "{:?}", began.elapsed());
 }

@@ -37,10 +37,10 @@ async fn deep_recursion_reaches_the_stack_limit() {
 
 #[tokio::test]
 async fn the_nested_call_limit_ends_the_run() {
-    let host = TestHost::default();
+    let host = std::sync::Arc::new(TestHost::default());
     let limits = Limits { nested_calls: 5, ..Limits::default() };
     let code = "for (let i = 0; i < 10; i++) await call_tool({server: 's', name: 'echo'}); return 1;";
-    let outcome = workflow::run(code, &host, limits, &CancellationToken::new()).await;
+    let outcome = workflow::run(code, host.clone(), limits, &CancellationToken::new()).await;
     assert_eq!(
         error(&outcome),
         "the program reached its limit of 5 nested calls (search_tools and call_tool) and was stopped"

@@ -61,7 +61,7 @@ pub async fn run(code: &str) -> Outcome {
 }
 
 pub async fn run_with(code: &str, limits: Limits) -> Outcome {
-    workflow::run(code, &TestHost::default(), limits, &CancellationToken::new()).await
+    workflow::run(code, std::sync::Arc::new(TestHost::default()), limits, &CancellationToken::new()).await
 }
 
 /// The outcome's error, asserting it is incomplete.
