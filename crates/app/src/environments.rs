@@ -136,6 +136,11 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
     Ok(files)
 }
 
+/// The environment id a caller sent; one that is not an environment id names none (404).
+pub fn environment_id(raw: &str) -> Result<EnvironmentId> {
+    EnvironmentId::parse(raw).ok_or_else(|| Error::not_found("environment", raw))
+}
+
 /// A new pending environment record.
 pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Option<SessionId>) -> EnvironmentRecord {
     EnvironmentRecord {
@@ -203,8 +208,7 @@ impl Service<'_> {
     /// The environment an id a caller sent names, or 404 (one that is not an
     /// environment id names none).
     pub async fn named(&self, raw: &str) -> Result<EnvironmentRecord> {
-        let id = EnvironmentId::parse(raw).ok_or_else(|| Error::not_found("environment", raw))?;
-        self.get(&id).await
+        self.get(&environment_id(raw)?).await
     }
 
     pub async fn get(&self, id: &EnvironmentId) -> Result<EnvironmentRecord> {

@@ -163,7 +163,7 @@ pub fn conversation_id(raw: &str) -> ApiResult<SessionId> {
 /// Parses an Environment id from a path segment; one that is not an
 /// environment id names none (404).
 pub fn environment_id(raw: &str) -> ApiResult<EnvironmentId> {
-    EnvironmentId::parse(raw).ok_or_else(|| app::Error::not_found("environment", raw).into())
+    Ok(app::environments::environment_id(raw)?)
 }
 
 /// Parses a Turn id from a path segment; one that is not a UUID names no turn (404).
