@@ -60,6 +60,14 @@ enum Command {
         /// sandbox has no quota but still competes as one group for its fair share.
         #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
         sandbox_cpus: Option<f64>,
+        /// This node's id in a cluster (several servers on one PostgreSQL database):
+        /// unique among the running nodes; default <hostname>-<hash of the data
+        /// directory's path>.
+        #[arg(long, env = "REBYTE_NODE_ID")]
+        node_id: Option<String>,
+        /// Where the other nodes of a cluster reach this one; default http://<listen address>.
+        #[arg(long, env = "REBYTE_ADVERTISE")]
+        advertise: Option<String>,
         /// Log lines as text, or as one JSON object a line.
         #[arg(long, env = "REBYTE_LOG_FORMAT", value_enum, default_value_t)]
         log_format: logging::LogFormat,
@@ -158,9 +166,19 @@ async fn run() -> Result<()> {
     });
     match cli.command {
         Command::Serve {
-            listen, storage, body_limit, config: models_config, master_key_file, sandbox_cpus, ..
+            listen,
+            storage,
+            body_limit,
+            config: models_config,
+            master_key_file,
+            sandbox_cpus,
+            node_id,
+            advertise,
+            ..
         } => {
             let mut config = storage.config();
+            config.node_id = node_id;
+            config.advertise = advertise;
             config.body_limit = body_limit;
             if let Some(cpus) = sandbox_cpus {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");

@@ -67,6 +67,10 @@ pub struct Config {
     pub idle_pause: std::time::Duration,
     /// The resource limits of every environment's sandbox.
     pub sandbox_limits: sandbox::Limits,
+    /// This node's id in a cluster (PostgreSQL); default `<hostname>-<8 hex digits of the data directory's path>`.
+    pub node_id: Option<String>,
+    /// Where other nodes reach this one; default `http://<listen address>`.
+    pub advertise: Option<String>,
 }
 
 impl Config {
@@ -84,6 +88,8 @@ impl Config {
             setup_timeout: std::time::Duration::from_secs(600),
             idle_pause: std::time::Duration::from_secs(600),
             sandbox_limits: sandbox::Limits::default(),
+            node_id: None,
+            advertise: None,
         }
     }
 }
@@ -95,6 +101,8 @@ pub enum StartError {
     DataDir { path: PathBuf, source: std::io::Error },
     #[error("cannot open the store: {0}")]
     Store(#[from] store::Error),
+    #[error("cannot join the cluster: {0}")]
+    Cluster(#[source] store::Error),
     #[error("no database at {} (is --data-dir right? `rebyte serve` creates it on first start)", .0.display())]
     NoDatabase(PathBuf),
     #[error("master key: {0}")]
@@ -160,6 +168,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
     let cipher = master_key::open_cipher(store.as_ref(), config).await?;
+    // A start refused before here (a wrong master key) registers no node.
+    let cluster = join_cluster(store.as_ref(), config).await?;
     let credentials = credentials::Credentials::new(Arc::clone(&store), cipher)
         .map_err(|e| StartError::Io(std::io::Error::other(e.to_string())))?;
     let local = match &config.sandbox_agent {
@@ -192,11 +202,50 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         mcp: Some(mcp_setup),
     });
     let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools), Arc::clone(&metrics)).await?;
-    let recovered = engine.recover().await?;
-    if recovered > 0 {
-        tracing::warn!(recovered, "failed turns left unfinished by a previous process");
+    // Turns left running belong to a process that is gone, unless another
+    // node runs: then they may be its (which node runs a session's turns is
+    // not recorded yet; leases will).
+    let peers = cluster.as_ref().map_or(0, |c| c.peers());
+    if peers == 0 {
+        let recovered = engine.recover().await?;
+        if recovered > 0 {
+            tracing::warn!(recovered, "failed turns left unfinished by a previous process");
+        }
+    } else {
+        tracing::warn!(peers, "other nodes are running: unfinished turns are left to them");
     }
-    Ok(AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics))
+    let mut state = AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics);
+    state.cluster = cluster;
+    Ok(state)
+}
+
+/// Registers this process as a node when the database is shared
+/// (PostgreSQL), refusing an id a live node holds, and keeps its heartbeat.
+async fn join_cluster(store: &dyn store::Store, config: &Config) -> Result<Option<Arc<store::Cluster>>, StartError> {
+    // By default named after its data directory (each node has its own): a restart over the
+    // same directory is the same node, whatever port it listens on.
+    let id = config.node_id.clone().unwrap_or_else(|| {
+        use sha2::Digest;
+        let dir = std::fs::canonicalize(&config.data_dir).unwrap_or_else(|_| config.data_dir.clone());
+        let digest = sha2::Sha256::digest(dir.to_string_lossy().as_bytes());
+        let short: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+        format!("{}-{short}", hostname())
+    });
+    let advertise = config.advertise.clone().unwrap_or_else(|| "http://127.0.0.1:8787".to_string());
+    let node = store::NodeSpec { id, advertise, version: env!("CARGO_PKG_VERSION").to_string() };
+    let cluster = store.join_cluster(&node).await.map_err(StartError::Cluster)?;
+    if let Some(cluster) = &cluster {
+        cluster.keep_alive();
+        tracing::info!(node = %node.id, slot = cluster.slot(), peers = cluster.peers(), "joined the cluster");
+    }
+    Ok(cluster)
+}
+
+/// This machine's name, as a node id's first part.
+fn hostname() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host: String = host.trim().chars().filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.')).collect();
+    if host.is_empty() { "node".to_string() } else { host }
 }
 
 /// Starts the application and serves on `listener` until `shutdown`.
@@ -205,10 +254,15 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), StartError> {
+    let addr = listener.local_addr()?;
+    let mut config = config;
+    if config.advertise.is_none() {
+        config.advertise = Some(format!("http://{addr}"));
+    }
     let state = start(&config).await?;
     let engine = state.app.engine.clone();
+    let cluster = state.cluster.clone();
     let app = router(state, config.body_limit);
-    let addr = listener.local_addr()?;
     // On stdout, one line that scripts and tests read to find the port.
     println!("rebyte listening on http://{addr}");
     tracing::info!(%addr, "rebyte listening");
@@ -220,6 +274,11 @@ pub async fn serve(
     // What the engine queued before the shutdown is committed before the process ends.
     if let Err(e) = engine.flush().await {
         tracing::error!(error = %e, "committing the engine's last writes at shutdown failed");
+    }
+    if let Some(cluster) = cluster
+        && let Err(e) = cluster.leave().await
+    {
+        tracing::warn!(error = %e, "leaving the cluster at shutdown failed");
     }
     Ok(())
 }

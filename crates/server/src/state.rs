@@ -10,10 +10,12 @@ pub struct AppState {
     pub app: app::App,
     pub keys: Arc<KeyCache>,
     pub metrics: Arc<Metrics>,
+    /// This node's membership of a cluster (PostgreSQL); `None` on SQLite.
+    pub cluster: Option<Arc<store::Cluster>>,
 }
 
 impl AppState {
     pub fn new(app: app::App, work: Arc<telemetry::Metrics>) -> Self {
-        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)) }
+        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)), cluster: None }
     }
 }

@@ -9,11 +9,13 @@
 //!   with its migrations in `migrations/sqlite`.
 //! - [`postgres`]: PostgreSQL (`postgres://…`), with its migrations in
 //!   `migrations/postgres`; [`open`] picks the backend a URL names.
+//! - [`cluster`]: the nodes sharing a PostgreSQL database.
 //! - [`Page`] and [`SessionFilter`]: what list queries take and give.
 //!
 //! Every method takes the organization id: a row of another organization is
 //! simply not found.
 
+pub mod cluster;
 mod error;
 mod migrate;
 pub mod postgres;
@@ -23,6 +25,7 @@ mod sql;
 pub mod sqlite;
 mod sqlite_batch;
 
+pub use cluster::{Cluster, NodeSpec, NodeView};
 pub use error::{Error, Result};
 pub use postgres::PgStore;
 pub use sql::SqlStore;
@@ -121,6 +124,9 @@ pub struct SessionFilter {
 pub trait Store: Send + Sync + 'static {
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<()>;
+    /// Registers this process as a node of the cluster sharing the database
+    /// (PostgreSQL); `None` for a database only one process uses (SQLite).
+    async fn join_cluster(&self, node: &NodeSpec) -> Result<Option<std::sync::Arc<Cluster>>>;
 
     async fn create_organization(&self, org: &Organization) -> Result<()>;
     async fn get_organization(&self, id: &str) -> Result<Option<Organization>>;

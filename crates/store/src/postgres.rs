@@ -67,6 +67,10 @@ impl Backend for PgDb {
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>> {
         Ok(Box::new(crate::postgres_batch::PgWriter::new(self.options.clone(), sessions)?))
     }
+
+    async fn join_cluster(&self, node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
+        crate::Cluster::join(self.pool.clone(), node.clone()).await.map(Some)
+    }
 }
 
 /// `AND metadata[key] = value` on `table.doc`. PostgreSQL's JSON types

@@ -26,7 +26,11 @@ pub(super) fn add(doc: &mut Doc) {
     doc.tag("Ops", "Liveness, readiness, metrics and this document; no API key needed.");
     doc.add(Op::get("/v1/openapi.json", "getOpenApiDocument", "This document").public().json(views::document));
     doc.add(Op::get("/healthz", "getHealth", "Liveness").public().json(views::health));
-    doc.add(Op::get("/readyz", "getReadiness", "Readiness: the store answers").public().json(views::health));
+    doc.add(
+        Op::get("/readyz", "getReadiness", "Readiness: the store answers; the node's view of its cluster")
+            .public()
+            .json(views::readiness),
+    );
     doc.add(
         Op::get("/metrics", "getMetrics", "Prometheus metrics")
             .public()

@@ -187,6 +187,21 @@ pub(super) fn health(g: &mut SchemaGenerator) -> Value {
     define(g, "Health", object(json!({"status": one_of(&["ok", "ready"])})))
 }
 
+/// `/readyz`: with PostgreSQL, also this node and every registered node of its cluster.
+pub(super) fn readiness(g: &mut SchemaGenerator) -> Value {
+    let node = object(json!({
+        "id": string(), "slot": {"type": "integer"}, "advertise": string(), "version": string(),
+        "alive": {"type": "boolean"}, "heartbeat_age_ms": {"type": "integer"}, "started_at": {"type": "integer"},
+        "stopped": {"type": "boolean"},
+    }));
+    let this = object(json!({"id": string(), "slot": {"type": "integer"}, "advertise": string()}));
+    let schema = json!({
+        "type": "object", "required": ["status"],
+        "properties": {"status": one_of(&["ready"]), "node": this, "nodes": {"type": "array", "items": node}},
+    });
+    define(g, "Readiness", schema)
+}
+
 /// Prometheus text.
 pub(super) fn text(_: &mut SchemaGenerator) -> Value {
     string()

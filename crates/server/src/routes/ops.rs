@@ -12,10 +12,17 @@ pub async fn healthz() -> Json<Value> {
     Json(json!({"status": "ok"}))
 }
 
-/// Ready when the store answers.
+/// Ready when the store answers; with the node's view of its cluster
+/// (PostgreSQL): this node and every registered one.
 pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<Value>> {
     state.app.store.ping().await?;
-    Ok(Json(json!({"status": "ready"})))
+    let Some(cluster) = &state.cluster else { return Ok(Json(json!({"status": "ready"}))) };
+    let nodes = cluster.nodes().await?;
+    Ok(Json(json!({
+        "status": "ready",
+        "node": {"id": cluster.node().id, "slot": cluster.slot(), "advertise": cluster.node().advertise},
+        "nodes": nodes,
+    })))
 }
 
 pub async fn metrics(State(state): State<AppState>) -> impl IntoResponse {

@@ -52,3 +52,31 @@ async fn everything_survives_a_restart() {
     assert_eq!(s2.get(&format!("/v1/agents/{}", agent["id"].as_str().unwrap())).await.1, agent);
     assert_eq!(s2.get(&format!("/v1/agents/sessions/{}", session["id"].as_str().unwrap())).await.1, session);
 }
+
+#[tokio::test]
+async fn readiness_shows_the_cluster_and_a_second_node_under_a_running_ones_id_is_refused() {
+    let s = TestServer::start_with(|c| c.node_id = Some("alpha".into())).await;
+    let ready: serde_json::Value = s.http.get(s.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(ready["status"], "ready");
+    let Some(url) = crate::support::test_database(s.dir.path()) else {
+        assert!(ready.get("nodes").is_none(), "SQLite is one node: {ready}");
+        return;
+    };
+    assert_eq!(ready["node"]["id"], "alpha", "{ready}");
+    let other = tempfile::tempdir().unwrap();
+    let mut config = server::Config::new(other.path());
+    config.database_url = Some(url);
+    // Every node has the cluster's master key.
+    config.master_key_file = Some(s.dir.path().join("master.key"));
+    config.node_id = Some("alpha".into());
+    let error = server::start(&config).await.err().expect("the same id is refused").to_string();
+    assert!(error.contains("cannot join the cluster: node id 'alpha' is already in use"), "{error}");
+    config.node_id = Some("beta".into());
+    config.advertise = Some("http://127.0.0.1:9".into());
+    let _beta = server::start(&config).await.unwrap();
+    let ready: serde_json::Value = s.http.get(s.url("/readyz")).send().await.unwrap().json().await.unwrap();
+    let nodes: Vec<(&str, bool)> =
+        ready["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n["alive"] == true)).collect();
+    assert_eq!(nodes, [("alpha", true), ("beta", true)], "{ready}");
+    assert_eq!(ready["nodes"][1]["advertise"], "http://127.0.0.1:9");
+}

@@ -187,6 +187,10 @@ pub(crate) trait Backend: Exec + std::fmt::Debug {
     /// stored; false when it no longer exists.
     async fn put_session(&self, org_id: &str, id: SessionId, doc: Doc) -> Result<bool>;
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>>;
+    /// Registers a node of the cluster on this database; none by default (one process).
+    async fn join_cluster(&self, _node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
+        Ok(None)
+    }
 }
 
 /// The statements whose SQL differs between the backends (JSON functions).

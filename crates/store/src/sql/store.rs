@@ -25,6 +25,10 @@ impl<B: Backend> Store for SqlStore<B> {
         self.db.execute(&super::Sql::new("SELECT 1")).await.map(drop)
     }
 
+    async fn join_cluster(&self, node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
+        self.db.join_cluster(node).await
+    }
+
     async fn create_organization(&self, org: &Organization) -> Result<()> {
         self.create_organization_impl(org).await
     }

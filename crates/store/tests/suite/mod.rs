@@ -1,6 +1,7 @@
 //! One body per behaviour; [`contract!`] runs each against both backends.
 
 mod backend;
+mod cluster;
 mod journal;
 mod paging;
 mod records;

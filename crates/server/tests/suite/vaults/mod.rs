@@ -24,6 +24,8 @@ pub async fn resolver(s: &TestServer) -> Credentials {
     let mut config = Config::new(s.dir.path());
     config.database_url = crate::support::test_database(s.dir.path());
     config.bootstrap_key = Some(s.key.clone());
+    // Beside the running server: on PostgreSQL, a node of its own.
+    config.node_id = Some(format!("resolver-{}", uuid::Uuid::new_v4().simple()));
     server::start(&config).await.unwrap().app.credentials
 }
 
