@@ -83,8 +83,10 @@ async fn system_packages_install_into_the_environment_and_survive_a_restart() {
         s.session(json!({"agent": {"model": "m"}, "environment": {"type": "reference", "environment_id": id}})).await;
     let sid = sess["id"].as_str().unwrap();
     let t = s.send(sid, "greet").await;
-    assert_eq!(s.wait_turn(sid, &t).await["status"], "completed");
+    let turn = s.wait_turn(sid, &t).await;
     let (_, items) = s.get(&format!("/v1/agents/sessions/{sid}/items?order=asc&limit=100")).await;
+    let (_, env) = s.get(&format!("/v1/agents/environments/{id}")).await;
+    assert_eq!(turn["status"], "completed", "{turn}\n{items}\n{env}");
     let cmd = items["data"].as_array().unwrap().iter().find(|i| i["type"] == "command_execution").unwrap().clone();
     let out = cmd["output"].as_str().unwrap();
     assert!(out.contains("Hello, world!") && out.contains("install ok installed"), "{cmd}");
