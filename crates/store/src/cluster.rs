@@ -21,6 +21,13 @@ pub const HEARTBEAT: Duration = Duration::from_secs(2);
 pub const NODE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Slots (and so registered nodes) at most.
 pub const MAX_NODES: i32 = 64;
+/// `$n` placeholders bound to [`NODE_TIMEOUT`] in seconds: the one test of
+/// whether a registration is a live node (not stopped, heartbeat recent by the
+/// database's clock).
+fn live(n: u8) -> String {
+    format!("(stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => ${n}))")
+}
+
 /// The advisory lock that serializes registrations.
 const JOIN_LOCK: i64 = 0x7265_6279_7465; // "rebyte"
 
@@ -36,7 +43,7 @@ pub struct NodeSpec {
 }
 
 /// A registered node, as the database sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
 pub struct NodeView {
     pub id: String,
     pub slot: i32,
@@ -71,12 +78,11 @@ impl Cluster {
         let instance = uuid::Uuid::new_v4().to_string();
         let mut tx = pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)").bind(JOIN_LOCK).execute(&mut *tx).await?;
-        let timeout_ms = i64::try_from(NODE_TIMEOUT.as_millis()).unwrap_or(i64::MAX);
         let held: Option<(i32,)> =
             sqlx::query_as("SELECT slot FROM nodes WHERE node_id = $1").bind(&node.id).fetch_optional(&mut *tx).await?;
         let slot = match held {
             Some((slot,)) => slot,
-            None => free_slot(&mut tx, timeout_ms).await?,
+            None => free_slot(&mut tx).await?,
         };
         sqlx::query(
             "INSERT INTO nodes (node_id, slot, advertise, version, instance, started_at, heartbeat_at) \
@@ -116,11 +122,12 @@ impl Cluster {
     /// when another start under this node's id has taken the registration over
     /// (this node was presumed gone).
     pub async fn heartbeat(&self) -> Result<usize> {
-        let (renewed, peers): (i64, i64) = sqlx::query_as(
+        let (renewed, peers): (i64, i64) = sqlx::query_as(&format!(
             "WITH renewed AS (UPDATE nodes SET heartbeat_at = now() WHERE node_id = $1 AND instance = $2 \
              RETURNING 1) SELECT (SELECT count(*) FROM renewed), (SELECT count(*) FROM nodes WHERE node_id <> $1 \
-             AND stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => $3))",
-        )
+             AND {})",
+            live(3)
+        ))
         .bind(&self.node.id)
         .bind(&self.instance)
         .bind(NODE_TIMEOUT.as_secs_f64())
@@ -165,26 +172,17 @@ impl Cluster {
 
     /// Every registered node, by id.
     pub async fn nodes(&self) -> Result<Vec<NodeView>> {
-        let rows: Vec<(String, i32, String, String, i64, i64, bool)> = sqlx::query_as(
-            "SELECT node_id, slot, advertise, version, (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint, \
-             extract(epoch FROM started_at)::bigint, stopped_at IS NOT NULL FROM nodes ORDER BY node_id",
-        )
+        let nodes = sqlx::query_as::<_, NodeView>(&format!(
+            "SELECT node_id AS id, slot, advertise, version, {} AS alive, \
+             (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS heartbeat_age_ms, \
+             extract(epoch FROM started_at)::bigint AS started_at, stopped_at IS NOT NULL AS stopped \
+             FROM nodes ORDER BY node_id",
+            live(1)
+        ))
+        .bind(NODE_TIMEOUT.as_secs_f64())
         .fetch_all(&self.pool)
         .await?;
-        let timeout_ms = i64::try_from(NODE_TIMEOUT.as_millis()).unwrap_or(i64::MAX);
-        Ok(rows
-            .into_iter()
-            .map(|(id, slot, advertise, version, age, started_at, stopped)| NodeView {
-                id,
-                slot,
-                advertise,
-                version,
-                alive: !stopped && age < timeout_ms,
-                heartbeat_age_ms: age,
-                started_at,
-                stopped,
-            })
-            .collect())
+        Ok(nodes)
     }
 }
 
@@ -194,10 +192,11 @@ impl Cluster {
 /// only a renewal in that time means it runs.
 async fn refuse_if_running(pool: &PgPool, id: &str) -> Result<()> {
     let read = || async {
-        let row: Option<(String, String, i64, bool)> = sqlx::query_as(
-            "SELECT advertise, instance, (extract(epoch FROM heartbeat_at) * 1000000)::bigint, \
-             stopped_at IS NULL AND heartbeat_at > now() - make_interval(secs => $2) FROM nodes WHERE node_id = $1",
-        )
+        let row: Option<(String, String, i64, bool)> = sqlx::query_as(&format!(
+            "SELECT advertise, instance, (extract(epoch FROM heartbeat_at) * 1000000)::bigint, {} \
+             FROM nodes WHERE node_id = $1",
+            live(2)
+        ))
         .bind(id)
         .bind(NODE_TIMEOUT.as_secs_f64())
         .fetch_optional(pool)
@@ -239,7 +238,7 @@ fn validate(node: &NodeSpec) -> Result<()> {
 
 /// The lowest slot no registered node holds; failing that, the slot of the
 /// node gone longest (whose row is dropped).
-async fn free_slot(tx: &mut sqlx::PgConnection, timeout_ms: i64) -> Result<i32> {
+async fn free_slot(tx: &mut sqlx::PgConnection) -> Result<i32> {
     let free: Option<(i32,)> = sqlx::query_as(
         "SELECT s FROM generate_series(0, $1 - 1) AS s WHERE s NOT IN (SELECT slot FROM nodes) ORDER BY s LIMIT 1",
     )
@@ -249,13 +248,11 @@ async fn free_slot(tx: &mut sqlx::PgConnection, timeout_ms: i64) -> Result<i32> 
     if let Some((slot,)) = free {
         return Ok(slot);
     }
-    let gone: Option<(String, i32)> = sqlx::query_as(
-        "SELECT node_id, slot FROM nodes WHERE stopped_at IS NOT NULL \
-         OR heartbeat_at < now() - make_interval(secs => $1) ORDER BY heartbeat_at LIMIT 1",
-    )
-    .bind(timeout_ms as f64 / 1000.0)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let gone: Option<(String, i32)> =
+        sqlx::query_as(&format!("SELECT node_id, slot FROM nodes WHERE NOT {} ORDER BY heartbeat_at LIMIT 1", live(1)))
+            .bind(NODE_TIMEOUT.as_secs_f64())
+            .fetch_optional(&mut *tx)
+            .await?;
     let Some((id, slot)) = gone else {
         return Err(Error::Config(format!("the cluster already has {MAX_NODES} live nodes, the most it can hold")));
     };
