@@ -214,6 +214,9 @@ pub trait Store: Send + Sync + 'static {
     /// The largest event sequence number stored (0 when none).
     async fn max_event_seq(&self) -> Result<i64>;
 
+    /// The highest sequence number of a session's stored events (0: none).
+    async fn last_event_seq(&self, session_id: SessionId) -> Result<i64>;
+
     /// A session's events after the given sequence number, oldest first.
     async fn events_after(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>>;
 

@@ -13,6 +13,7 @@
 
 use crate::session_cache::SessionCache;
 use crate::sql::{Backend, Dialect, Doc, Sql, SqlStore, exec_glue, keep_state};
+use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::{BatchWriter, Error, Result};
 use protocol::ids::SessionId;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
@@ -37,6 +38,8 @@ pub type PgStore = SqlStore<PgDb>;
 pub struct PgDb {
     pub(crate) pool: PgPool,
     options: PgConnectOptions,
+    /// This process's slot on the notices it sends (once it is a node).
+    sender: Arc<Sender>,
 }
 
 impl std::fmt::Debug for PgDb {
@@ -65,11 +68,30 @@ impl Backend for PgDb {
     }
 
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>> {
-        Ok(Box::new(crate::postgres_batch::PgWriter::new(self.options.clone(), sessions)?))
+        let sender = Arc::clone(&self.sender);
+        Ok(Box::new(crate::postgres_batch::PgWriter::new(self.options.clone(), sessions, sender)?))
     }
 
-    async fn join_cluster(&self, node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
-        crate::Cluster::join(self.pool.clone(), node.clone()).await.map(Some)
+    async fn join_cluster(
+        &self,
+        node: &crate::NodeSpec,
+        sessions: Arc<SessionCache>,
+    ) -> Result<Option<Arc<crate::Cluster>>> {
+        let sender = Arc::clone(&self.sender);
+        crate::Cluster::join(self.pool.clone(), node.clone(), sender, sessions).await.map(Some)
+    }
+
+    async fn announce(&self, notice: Notice) {
+        // Failing, the database is going away: the other nodes' listeners drop
+        // too, and so clear what they cached.
+        let sent = sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(CHANNEL)
+            .bind(self.sender.payload(&notice))
+            .execute(&self.pool)
+            .await;
+        if let Err(e) = sent {
+            tracing::warn!(error = %e, "a change could not be announced to the other nodes");
+        }
     }
 }
 
@@ -113,6 +135,6 @@ impl PgStore {
             .min_connections(2)
             .acquire_timeout(ACQUIRE_TIMEOUT)
             .connect_lazy_with(options.clone());
-        Ok(SqlStore::new(PgDb { pool, options }))
+        Ok(SqlStore::new(PgDb { pool, options, sender: Arc::default() }))
     }
 }

@@ -12,7 +12,12 @@
 //! unreachable a batch is retried on a fresh connection for [`OUTAGE`], then
 //! reported unavailable: the journal keeps it queued and tries again, so a
 //! restart of PostgreSQL loses no write and leaves no turn unfinished.
+//!
+//! Once the process is a node of a cluster, the statement also announces
+//! what it committed (each session's last event, the sessions whose state
+//! changed) with `pg_notify`, delivered to the other nodes at its commit.
 
+use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Result, Write};
@@ -34,28 +39,29 @@ pub(crate) struct PgWriter {
     conn: Option<PgConnection>,
     options: PgConnectOptions,
     sessions: Arc<SessionCache>,
+    sender: Arc<Sender>,
 }
 
 impl PgWriter {
     /// A writer that connects on its first batch.
-    pub(crate) fn new(options: PgConnectOptions, sessions: Arc<SessionCache>) -> Result<Self> {
+    pub(crate) fn new(options: PgConnectOptions, sessions: Arc<SessionCache>, sender: Arc<Sender>) -> Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| Error::Writer(format!("cannot start the journal writer's runtime: {e}")))?;
-        Ok(Self { runtime: Some(runtime), conn: None, options, sessions })
+        Ok(Self { runtime: Some(runtime), conn: None, options, sessions, sender })
     }
 
     /// One attempt: connects if needed, then commits the batch.
     fn attempt(&mut self, writes: &[Write]) -> std::result::Result<(), sqlx::Error> {
         let Some(runtime) = &self.runtime else { return Err(sqlx::Error::PoolClosed) };
-        let (conn, options) = (&mut self.conn, &self.options);
+        let (conn, options, sender) = (&mut self.conn, &self.options, &self.sender);
         runtime.block_on(async {
             if conn.is_none() {
                 *conn = Some(PgConnection::connect_with(options).await?);
             }
             let Some(conn) = conn.as_mut() else { return Err(sqlx::Error::PoolClosed) };
-            commit(conn, writes).await
+            commit(conn, writes, sender).await
         })
     }
 }
@@ -118,8 +124,11 @@ impl BatchWriter for PgWriter {
 /// trip and one commit. A batch holding session states is a transaction of
 /// three: their rows read under lock, merged here, then the one statement
 /// that also writes them back.
-async fn commit(conn: &mut PgConnection, writes: &[Write]) -> std::result::Result<(), sqlx::Error> {
-    let rows = Rows::of(writes)?;
+async fn commit(conn: &mut PgConnection, writes: &[Write], sender: &Sender) -> std::result::Result<(), sqlx::Error> {
+    let mut rows = Rows::of(writes)?;
+    if sender.joined() {
+        rows.notices = notices(writes, sender);
+    }
     if rows.states.is_empty() {
         return rows.statement(Vec::new()).execute(&mut *conn).await.map(drop);
     }
@@ -155,6 +164,25 @@ struct Rows<'a> {
     event_sessions: Vec<String>,
     event_docs: Vec<String>,
     states: Vec<(&'a str, SessionId, &'a SessionState)>,
+    notices: Vec<String>,
+}
+
+/// What a batch announces: each session's last event, and each session whose state it wrote.
+fn notices(writes: &[Write], sender: &Sender) -> Vec<String> {
+    let mut last: Vec<(SessionId, i64)> = Vec::new();
+    let mut states: Vec<SessionId> = Vec::new();
+    for write in writes {
+        match write {
+            Write::Event { session_id, event } => match last.iter_mut().find(|(s, _)| s == session_id) {
+                Some((_, seq)) => *seq = (*seq).max(event.event_id.seq()),
+                None => last.push((*session_id, event.event_id.seq())),
+            },
+            Write::SessionState { session_id, .. } if !states.contains(session_id) => states.push(*session_id),
+            _ => {}
+        }
+    }
+    let events = last.into_iter().map(|(session, seq)| Notice::Events { session, seq });
+    events.chain(states.into_iter().map(Notice::Session)).map(|n| sender.payload(&n)).collect()
 }
 
 /// Text columns of one table's rows, the first being the row's id.
@@ -227,7 +255,14 @@ impl<'a> Rows<'a> {
         for column in self.turns.columns.into_iter().chain(self.items.columns) {
             query = query.bind(column);
         }
-        query.bind(self.event_seqs).bind(self.event_sessions).bind(self.event_docs).bind(session_ids).bind(session_docs)
+        query
+            .bind(self.event_seqs)
+            .bind(self.event_sessions)
+            .bind(self.event_docs)
+            .bind(session_ids)
+            .bind(session_docs)
+            .bind(CHANNEL)
+            .bind(self.notices)
     }
 }
 
@@ -246,8 +281,9 @@ event_rows AS (\
     ON CONFLICT (seq) DO NOTHING), \
 session_rows AS (\
     UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
-    WHERE sessions.id = merged.id) \
-SELECT 1";
+    WHERE sessions.id = merged.id), \
+notices AS (SELECT pg_notify($16, n) FROM UNNEST($17::text[]) AS n) \
+SELECT (SELECT count(*) FROM notices)";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'

@@ -96,6 +96,13 @@ impl SessionCache {
         }
         inner.generation += 1;
     }
+
+    /// Forgets every session (changes made elsewhere may have been missed).
+    pub fn clear(&self) {
+        let mut inner = self.lock();
+        inner.entries.clear();
+        inner.generation += 1;
+    }
 }
 
 #[cfg(test)]

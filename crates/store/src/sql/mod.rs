@@ -187,10 +187,18 @@ pub(crate) trait Backend: Exec + std::fmt::Debug {
     /// stored; false when it no longer exists.
     async fn put_session(&self, org_id: &str, id: SessionId, doc: Doc) -> Result<bool>;
     fn batch_writer(&self, sessions: Arc<SessionCache>) -> Result<Box<dyn BatchWriter>>;
-    /// Registers a node of the cluster on this database; none by default (one process).
-    async fn join_cluster(&self, _node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
+    /// Registers a node of the cluster on this database, whose notices
+    /// invalidate `sessions`; none by default (one process).
+    async fn join_cluster(
+        &self,
+        _node: &crate::NodeSpec,
+        _sessions: Arc<SessionCache>,
+    ) -> Result<Option<Arc<crate::Cluster>>> {
         Ok(None)
     }
+    /// Tells the other processes on this database of a change committed
+    /// through the pool; nothing by default (no other process sees the database).
+    async fn announce(&self, _notice: crate::cluster::notices::Notice) {}
 }
 
 /// The statements whose SQL differs between the backends (JSON functions).

@@ -5,6 +5,7 @@ use super::{Backend, Doc, Sql, SqlStore};
 use crate::{Page, Result, SessionFilter};
 use protocol::ids::SessionId;
 use protocol::list::PageRequest;
+use crate::cluster::notices::Notice;
 use protocol::session::SessionRecord;
 
 impl<B: Backend> SqlStore<B> {
@@ -38,6 +39,7 @@ impl<B: Backend> SqlStore<B> {
         // status back.
         let changed = self.db.put_session(org_id, session.id, Doc(serde_json::to_string(session)?)).await;
         self.sessions.invalidate([session.id]);
+        self.db.announce(Notice::Session(session.id)).await;
         changed
     }
 
@@ -65,6 +67,7 @@ impl<B: Backend> SqlStore<B> {
             .map(|table| Sql::new(format!("DELETE FROM {table} WHERE session_id = $1")).bind(id));
         let done = self.db.transaction(&delete, &rows).await;
         self.sessions.invalidate([id]);
+        self.db.announce(Notice::Session(id)).await;
         Ok(done? > 0)
     }
 }

@@ -26,7 +26,7 @@ impl<B: Backend> Store for SqlStore<B> {
     }
 
     async fn join_cluster(&self, node: &crate::NodeSpec) -> Result<Option<Arc<crate::Cluster>>> {
-        self.db.join_cluster(node).await
+        self.db.join_cluster(node, Arc::clone(&self.sessions)).await
     }
 
     async fn create_organization(&self, org: &Organization) -> Result<()> {
@@ -182,6 +182,10 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn max_event_seq(&self) -> Result<i64> {
         self.max_event_seq_impl().await
+    }
+
+    async fn last_event_seq(&self, session_id: SessionId) -> Result<i64> {
+        self.last_event_seq_impl(session_id).await
     }
 
     async fn events_after(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>> {

@@ -80,6 +80,11 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(seq,)| seq))
     }
 
+    pub(crate) async fn last_event_seq_impl(&self, session_id: SessionId) -> Result<i64> {
+        let sql = Sql::new("SELECT COALESCE(MAX(seq), 0) FROM events WHERE session_id = $1").bind(session_id);
+        Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(seq,)| seq))
+    }
+
     pub(crate) async fn events_after_impl(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>> {
         let sql = Sql::new("SELECT doc FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3")
             .bind(session_id)

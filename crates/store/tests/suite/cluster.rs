@@ -5,9 +5,98 @@
 
 use super::backend::{Backend, Kind};
 use super::contract;
-use store::NodeSpec;
+use super::records::{event_write, org, stored_session};
+use protocol::ids::SessionId;
+use std::time::Duration;
+use store::cluster::leases::InboxEntry;
+use store::cluster::notices::{Heard, Notice};
+use store::{NodeSpec, Write};
+use tokio::sync::broadcast;
 
 contract!(nodes_register_under_distinct_ids_and_a_live_id_is_refused);
+contract!(a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_commit);
+
+/// The next notice `rx` hears that `want` picks, within 5 s.
+async fn hear(rx: &mut broadcast::Receiver<Heard>, want: impl Fn(&Heard) -> bool) -> Heard {
+    let found = async {
+        loop {
+            let heard = rx.recv().await.unwrap();
+            if want(&heard) {
+                return heard;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), found).await.expect("the notice arrives")
+}
+
+async fn a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_commit(b: &Backend) {
+    let Some(a) = b.store.join_cluster(&node("a", 1)).await.unwrap() else {
+        assert_eq!(b.kind, Kind::Sqlite);
+        return;
+    };
+    let other = store::open(&b.url).await.unwrap();
+    let c = other.join_cluster(&node("c", 2)).await.unwrap().unwrap();
+    let (mut a_hears, mut c_hears) = (a.notices(), c.notices());
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let id = session.id;
+
+    // One holder at a time; a new acquisition by the holder outlives a release of the old one.
+    let first = a.acquire(id).await.unwrap().unwrap();
+    assert_eq!(first.last_seq, 0);
+    assert_eq!(c.acquire(id).await.unwrap(), None, "a holds it");
+    assert_eq!(c.holder(id).await.unwrap().as_deref(), Some("a"));
+    let second = a.acquire(id).await.unwrap().unwrap();
+    assert!(second.epoch > first.epoch);
+    assert!(!a.release(id, first.epoch).await.unwrap());
+    assert_eq!(c.holder(id).await.unwrap().as_deref(), Some("a"), "a stale release keeps the lease");
+
+    // c's request reaches a through the inbox; a's answer reaches c.
+    let request = c.push(id, &org_id, r#"{"op":1}"#).await.unwrap();
+    let heard = hear(&mut a_hears, |h| h.notice == Notice::Inbox(id)).await;
+    assert_eq!(heard.from, Some(c.slot()));
+    let taken = a.take_inbox(id).await.unwrap();
+    assert_eq!(taken, [InboxEntry { id: request, org_id: org_id.clone(), doc: r#"{"op":1}"#.into() }]);
+    assert!(a.take_inbox(id).await.unwrap().is_empty(), "taken once");
+    a.reply(request, r#"{"ok":"x y"}"#).await.unwrap();
+    let heard = hear(&mut c_hears, |h| matches!(h.notice, Notice::Reply { .. })).await;
+    assert_eq!(heard.notice, Notice::Reply { request, outcome: r#"{"ok":"x y"}"#.into() });
+    // A release with a request waiting says so; the lease is free then.
+    c.push(id, &org_id, "{}").await.unwrap();
+    assert!(a.release(id, second.epoch).await.unwrap());
+    assert_eq!(c.holder(id).await.unwrap(), None);
+    assert!(c.acquire(id).await.unwrap().unwrap().epoch > second.epoch);
+
+    // What a's journal commits, c hears of (after the commit): the last event, the state.
+    b.commit(vec![
+        event_write(1 << 6, id, "a"),
+        event_write(2 << 6, id, "b"),
+        Write::SessionState { org_id: org_id.clone(), session_id: id, state: session.state() },
+    ])
+    .unwrap();
+    let heard = hear(&mut c_hears, |h| matches!(h.notice, Notice::Events { .. })).await;
+    assert_eq!(heard, Heard { from: Some(a.slot()), notice: Notice::Events { session: id, seq: 2 << 6 } });
+    assert_eq!(b.store.events_after(id, 0, 10).await.unwrap().len(), 2, "committed before it was heard");
+    hear(&mut c_hears, |h| h.notice == Notice::Session(id)).await;
+    // A configuration change made through the pool is heard too, and so is a revocation.
+    other.put_session(&org_id, &session).await.unwrap();
+    hear(&mut a_hears, |h| h.notice == Notice::Session(id) && h.from == Some(c.slot())).await;
+    other.revoke_api_key(None, "key_none", 1).await.unwrap();
+    hear(&mut a_hears, |h| h.notice == Notice::Keys).await;
+    assert_eq!(a.acquire(id).await.unwrap(), None, "c holds it");
+    assert_eq!(c.acquire(id).await.unwrap().unwrap().last_seq, 2 << 6, "an acquisition sees the session's last event");
+
+    // A node that stops leaves its leases to be taken over at once.
+    let lost = SessionId::new();
+    a.acquire(lost).await.unwrap().unwrap();
+    assert!(c.take_expired(10).await.unwrap().is_empty(), "a's lease is live");
+    a.leave().await.unwrap();
+    let taken = c.take_expired(10).await.unwrap();
+    assert_eq!(taken.iter().map(|t| (t.session, t.node.as_str())).collect::<Vec<_>>(), [(lost, "a")]);
+    assert_eq!(c.holder(lost).await.unwrap().as_deref(), Some("c"));
+    assert!(!c.release(lost, taken[0].lease.epoch).await.unwrap());
+    assert_eq!(c.holder(lost).await.unwrap(), None);
+}
 
 fn node(id: &str, port: u16) -> NodeSpec {
     NodeSpec { id: id.into(), advertise: format!("http://127.0.0.1:{port}"), version: "test".into() }

@@ -7,13 +7,24 @@
 //! id of a live one is refused. Each node also gets a small slot number,
 //! unique among the registered nodes, for what must never collide between
 //! nodes (event sequence numbers).
+//!
+//! - [`notices`]: what nodes tell each other (`LISTEN/NOTIFY`).
+//! - [`leases`]: which node runs a session's turns, and the inboxes through
+//!   which the others reach it.
 
+pub mod leases;
+mod listen;
+pub mod notices;
+
+use crate::session_cache::SessionCache;
 use crate::{Error, Result};
+use notices::{Heard, Notice, Sender};
 use serde::Serialize;
 use sqlx::PgPool;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
+use tokio::sync::broadcast;
 
 /// How often a node renews its heartbeat.
 pub const HEARTBEAT: Duration = Duration::from_secs(2);
@@ -68,11 +79,25 @@ pub struct Cluster {
     instance: String,
     /// Other live nodes, as of the last heartbeat.
     peers: AtomicUsize,
+    /// Tags this node's notices with its slot (shared with the store).
+    sender: Arc<Sender>,
+    /// The store's session cache, which other nodes' changes invalidate.
+    sessions: Arc<SessionCache>,
+    /// Notices heard from the database, for whoever follows them.
+    heard: broadcast::Sender<Heard>,
 }
+
+/// Notices buffered for a follower; one that lags hears [`Notice::Missed`].
+const NOTICE_BUFFER: usize = 4096;
 
 impl Cluster {
     /// Registers `node` on `pool`'s database, refusing an id a live node holds.
-    pub(crate) async fn join(pool: PgPool, node: NodeSpec) -> Result<Arc<Self>> {
+    pub(crate) async fn join(
+        pool: PgPool,
+        node: NodeSpec,
+        sender: Arc<Sender>,
+        sessions: Arc<SessionCache>,
+    ) -> Result<Arc<Self>> {
         validate(&node)?;
         refuse_if_running(&pool, &node.id).await?;
         let instance = uuid::Uuid::new_v4().to_string();
@@ -98,8 +123,16 @@ impl Cluster {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        let cluster = Arc::new(Self { pool, node, slot, instance, peers: AtomicUsize::new(0) });
+        sender.set_slot(slot);
+        let heard = broadcast::channel(NOTICE_BUFFER).0;
+        let peers = AtomicUsize::new(0);
+        let cluster = Arc::new(Self { pool, node, slot, instance, peers, sender, sessions, heard });
+        // Listening before anything else is announced: nothing committed from here on is missed.
+        listen::start(&cluster).await?;
+        // Leases held under this id belong to the process that had it before (gone).
+        cluster.expire_own_leases().await?;
         cluster.heartbeat().await?;
+        cluster.announce(&Notice::Joined).await?;
         Ok(cluster)
     }
 
@@ -135,6 +168,7 @@ impl Cluster {
         .await?;
         let peers = usize::try_from(peers).unwrap_or(0);
         self.peers.store(peers, Ordering::Relaxed);
+        self.renew_leases().await?;
         if renewed == 0 {
             return Err(Error::Conflict(format!(
                 "node id '{}' was registered again by another start while this node was presumed gone",
@@ -160,11 +194,28 @@ impl Cluster {
         });
     }
 
-    /// Marks this node stopped (a clean shutdown): its id is free at once.
+    /// Marks this node stopped (a clean shutdown): its id is free at once,
+    /// and its leases are for the other nodes to take over.
     pub async fn leave(&self) -> Result<()> {
+        self.expire_own_leases().await?;
         sqlx::query("UPDATE nodes SET stopped_at = now() WHERE node_id = $1 AND instance = $2")
             .bind(&self.node.id)
             .bind(&self.instance)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Notices from now on (this node's own included: see [`Heard::from`]).
+    pub fn notices(&self) -> broadcast::Receiver<Heard> {
+        self.heard.subscribe()
+    }
+
+    /// Tells every node (this one too) of `notice`.
+    pub async fn announce(&self, notice: &Notice) -> Result<()> {
+        sqlx::query("SELECT pg_notify($1, $2)")
+            .bind(notices::CHANNEL)
+            .bind(self.sender.payload(notice))
             .execute(&self.pool)
             .await?;
         Ok(())
