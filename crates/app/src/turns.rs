@@ -94,7 +94,7 @@ impl Service<'_> {
                     self.app.engine.cancel(self.org, session.id, None).await?;
                 }
                 Planned::ToolResult(Some(turn_id), result) => {
-                    self.app.engine.submit_tool_result(session.id, turn_id, result)?;
+                    self.app.engine.submit_tool_result(self.org, session.id, turn_id, result).await?;
                 }
                 Planned::ToolResult(None, result) => {
                     return Err(engine::Error::UnknownToolCall { call_id: result.call_id }.into());

@@ -24,6 +24,8 @@
 //!   capability directories) in each turn's instructions.
 
 pub mod bus;
+pub mod clock;
+mod cluster;
 pub mod environment_contents;
 pub mod environments;
 pub mod error;
@@ -36,6 +38,7 @@ pub mod mcp_launch;
 mod mcp_prefetch;
 pub mod mcp_tools;
 pub mod record;
+mod recovery;
 mod runtime;
 pub mod sandbox_tools;
 pub mod setup_progress;

@@ -1,7 +1,11 @@
 //! [`Engine`]: accepts submissions and runs each session's turns, one at a
 //! time and in order, on a worker task that lives while the session has work.
+//! In a cluster, a node runs a session's turns only while it holds the
+//! session's lease; what arrives for a session another node holds goes to
+//! that node (`crate::cluster`).
 
 use crate::bus::Bus;
+use crate::cluster::Op;
 use crate::error::{Error, Result};
 use crate::histories::Histories;
 use crate::journal::Journal;
@@ -44,28 +48,43 @@ struct Queued {
 
 /// A session's queue and its running turn.
 #[derive(Default)]
-struct Slot {
+pub(crate) struct Slot {
     queued: VecDeque<Queued>,
     running: bool,
     active: Option<Active>,
+    /// In a cluster: the epoch of this node's lease of the session.
+    pub(crate) lease: Option<i64>,
+    /// The lease is being given up (a new operation takes it again).
+    pub(crate) releasing: bool,
+    /// Operations in progress that need the lease kept.
+    pub(crate) holders: usize,
 }
 
-struct Inner {
-    store: Arc<dyn Store>,
+impl Slot {
+    /// Nothing needs the session's lease any more.
+    pub(crate) fn unused(&self) -> bool {
+        self.holders == 0 && !self.running && self.queued.is_empty()
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Store>,
     models: Registry,
-    journal: Arc<Journal>,
-    bus: Arc<Bus>,
+    pub(crate) journal: Arc<Journal>,
+    pub(crate) bus: Arc<Bus>,
     hosted: Option<Arc<dyn HostedToolsFactory>>,
     metrics: Arc<telemetry::Metrics>,
     // Held only for short, non-async critical sections.
     slots: Mutex<HashMap<SessionId, Slot>>,
-    histories: Histories,
+    pub(crate) histories: Histories,
+    /// This node's membership of a cluster, once it joined one.
+    pub(crate) cluster: std::sync::OnceLock<crate::cluster::Node>,
 }
 
 /// The engine; cheap to clone.
 #[derive(Clone)]
 pub struct Engine {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 /// How often an aborted turn's failure is tried while the database is
@@ -86,7 +105,8 @@ impl Engine {
         let journal = Arc::new(journal);
         let bus = Arc::new(Bus::new(&store, Arc::clone(&journal), &metrics).await?);
         let (slots, histories) = (Mutex::default(), Histories::default());
-        let inner = Inner { store, models, journal, bus, hosted, metrics, slots, histories };
+        let cluster = std::sync::OnceLock::new();
+        let inner = Inner { store, models, journal, bus, hosted, metrics, slots, histories, cluster };
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -96,7 +116,7 @@ impl Engine {
         self.inner.bus.flush().await
     }
 
-    fn recorder(&self, org_id: &str, session: SessionRecord, turn: Turn) -> Recorder {
+    pub(crate) fn recorder(&self, org_id: &str, session: SessionRecord, turn: Turn) -> Recorder {
         let (journal, bus, metrics) =
             (Arc::clone(&self.inner.journal), Arc::clone(&self.inner.bus), Arc::clone(&self.inner.metrics));
         Recorder::new(journal, bus, metrics, org_id.to_string(), session, turn)
@@ -110,95 +130,12 @@ impl Engine {
         &self.inner.bus
     }
 
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Slot>> {
+    pub(crate) fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, Slot>> {
         self.inner.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Fails the turns a previous process left unfinished, so that their
-    /// sessions accept input again. Call once at start.
-    pub async fn recover(&self) -> Result<usize> {
-        let open = self.inner.store.open_turns().await?;
-        let count = open.len();
-        for (org_id, turn) in open {
-            let session_id = turn.session_id;
-            let Some(session) = self.inner.store.get_session(&org_id, session_id).await? else { continue };
-            self.close_interrupted_items(&org_id, session_id, turn.id).await?;
-            let mut rec = self.recorder(&org_id, session, turn);
-            let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
-            rec.finish(TurnStatus::Failed, Some(error)).await?;
-        }
-        self.flush().await?;
-        Ok(count)
-    }
-
-    /// Marks the items a crashed turn left in progress as incomplete; a
-    /// partial answer gets back the text its stored deltas carried.
-    async fn close_interrupted_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<()> {
-        let store = &self.inner.store;
-        let items = store.turn_items(org_id, session_id, turn_id).await?;
-        // Output indexes were given to every item but the user's messages, in order.
-        let open: Vec<(i64, Item)> = items
-            .into_iter()
-            .filter(|i| !matches!(i, Item::Message { role: Role::User, .. }))
-            .enumerate()
-            .filter(|(_, i)| {
-                matches!(
-                    i,
-                    Item::Message { status: ItemStatus::InProgress, .. }
-                        | Item::FunctionCall { status: ItemStatus::InProgress, .. }
-                        | Item::McpCall { status: ItemStatus::InProgress, .. }
-                        | Item::CommandExecution { status: ItemStatus::InProgress, .. }
-                )
-            })
-            .map(|(index, item)| (index as i64, item))
-            .collect();
-        if open.is_empty() {
-            return Ok(());
-        }
-        let mut texts: HashMap<String, String> = HashMap::new();
-        let mut after = 0;
-        loop {
-            let events = store.events_after(session_id, after, 1000).await?;
-            let Some(last) = events.last() else { break };
-            after = last.event_id.seq();
-            for e in &events {
-                if let EventBody::OutputTextDelta { item_id, delta, .. } = &e.body {
-                    texts.entry(item_id.clone()).or_default().push_str(delta);
-                }
-            }
-        }
-        let sid = session_id;
-        let mut events = Vec::new();
-        for (index, mut item) in open {
-            match &mut item {
-                Item::Message { id, status, content, .. } => {
-                    *status = ItemStatus::Incomplete;
-                    let text = texts.remove(id.as_str()).unwrap_or_default();
-                    events.push(EventBody::OutputTextDone {
-                        session_id: sid,
-                        turn_id,
-                        item_id: id.clone(),
-                        output_index: index,
-                        content_index: 0,
-                        text: text.clone(),
-                    });
-                    *content = vec![Content::OutputText { text }];
-                }
-                Item::FunctionCall { status, .. }
-                | Item::McpCall { status, .. }
-                | Item::CommandExecution { status, .. } => {
-                    *status = ItemStatus::Incomplete;
-                }
-                Item::FunctionCallOutput { .. } | Item::Program { .. } | Item::ProgramOutput { .. } => {}
-            }
-            self.write(Write::Item { org_id: org_id.to_string(), session_id, item: item.clone() });
-            events.push(EventBody::ItemDone { session_id: sid, turn_id, output_index: index, item });
-        }
-        self.inner.bus.publish(session_id, events);
-        Ok(())
-    }
-
-    /// Commits a new queued turn with the user's messages and schedules it.
+    /// Commits a new queued turn with the user's messages and schedules it
+    /// (on the node that runs the session).
     pub async fn submit_input(
         &self,
         org_id: &str,
@@ -206,7 +143,26 @@ impl Engine {
         messages: Vec<Vec<Content>>,
         background: bool,
     ) -> Result<Turn> {
-        let mut turn = Turn::queued(TurnId::new(), session.id, &session.agent.id, now());
+        let turn_id = TurnId::new();
+        if !self.hold(session.id).await? {
+            self.ask(org_id, session.id, Op::Input { turn_id, messages, background }).await?;
+            return self.stored_turn(org_id, turn_id).await;
+        }
+        let done = self.submit_here(org_id, session, turn_id, messages, background).await;
+        self.let_go(session.id).await;
+        done
+    }
+
+    /// [`Engine::submit_input`] on the node that holds the session.
+    pub(crate) async fn submit_here(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+        turn_id: TurnId,
+        messages: Vec<Vec<Content>>,
+        background: bool,
+    ) -> Result<Turn> {
+        let mut turn = Turn::queued(turn_id, session.id, &session.agent.id, now());
         turn.background = background;
         let before = self.inner.journal.position();
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
@@ -255,9 +211,27 @@ impl Engine {
         session: &SessionRecord,
         messages: Vec<(Role, Vec<Content>)>,
     ) -> Result<Turn> {
+        let turn_id = TurnId::new();
+        if !self.hold(session.id).await? {
+            self.ask(org_id, session.id, Op::Append { turn_id, messages }).await?;
+            return self.stored_turn(org_id, turn_id).await;
+        }
+        let done = self.append_here(org_id, session, turn_id, messages).await;
+        self.let_go(session.id).await;
+        done
+    }
+
+    /// [`Engine::append_messages`] on the node that holds the session.
+    pub(crate) async fn append_here(
+        &self,
+        org_id: &str,
+        session: &SessionRecord,
+        turn_id: TurnId,
+        messages: Vec<(Role, Vec<Content>)>,
+    ) -> Result<Turn> {
         self.inner.histories.invalidate(session.id);
         let at = now();
-        let mut turn = Turn::queued(TurnId::new(), session.id, &session.agent.id, at);
+        let mut turn = Turn::queued(turn_id, session.id, &session.agent.id, at);
         turn.status = TurnStatus::Completed;
         turn.started_at = Some(at);
         turn.completed_at = Some(at);
@@ -283,8 +257,34 @@ impl Engine {
         Ok(turn)
     }
 
-    /// Hands a client function result to the turn waiting for it.
-    pub fn submit_tool_result(&self, session_id: SessionId, turn_id: TurnId, result: ToolResult) -> Result<()> {
+    /// Hands a client function result to the turn waiting for it (on the
+    /// node that runs it).
+    pub async fn submit_tool_result(
+        &self,
+        org_id: &str,
+        session_id: SessionId,
+        turn_id: TurnId,
+        result: ToolResult,
+    ) -> Result<()> {
+        if self.is_running_here(session_id) {
+            return self.tool_result_here(session_id, turn_id, result);
+        }
+        if !self.hold(session_id).await? {
+            self.ask(org_id, session_id, Op::ToolResult { turn_id, result }).await?;
+            return Ok(());
+        }
+        let done = self.tool_result_here(session_id, turn_id, result);
+        self.let_go(session_id).await;
+        done
+    }
+
+    /// Whether this node runs a turn of the session now.
+    fn is_running_here(&self, session_id: SessionId) -> bool {
+        self.slots().get(&session_id).is_some_and(|s| s.active.is_some())
+    }
+
+    /// [`Engine::submit_tool_result`] on the node that holds the session.
+    pub(crate) fn tool_result_here(&self, session_id: SessionId, turn_id: TurnId, result: ToolResult) -> Result<()> {
         let mut slots = self.slots();
         let active = slots.get_mut(&session_id).and_then(|s| s.active.as_mut());
         match active {
@@ -297,13 +297,36 @@ impl Engine {
         }
     }
 
-    /// The turn a session is running now, if any.
-    pub fn active_turn(&self, session_id: SessionId) -> Option<TurnId> {
-        self.slots().get(&session_id).and_then(|s| s.active.as_ref()).map(|a| a.turn_id)
+    /// The turn a session is running now, if any (on whichever node runs it).
+    pub async fn active_turn(&self, org_id: &str, session_id: SessionId) -> Result<Option<TurnId>> {
+        let here = self.slots().get(&session_id).and_then(|s| s.active.as_ref()).map(|a| a.turn_id);
+        if here.is_some() || self.cluster().is_none() {
+            return Ok(here);
+        }
+        let page = protocol::list::PageRequest { limit: 1, ..Default::default() };
+        let latest = self.inner.store.list_turns(org_id, session_id, &page).await?;
+        Ok(latest.items.into_iter().find(|t| !t.status.is_terminal() && t.status != TurnStatus::Queued).map(|t| t.id))
     }
 
-    /// Cancels the running turn, or else the oldest queued one.
+    /// Cancels the running turn, or else the oldest queued one (on the node
+    /// that runs the session).
     pub async fn cancel(&self, org_id: &str, session_id: SessionId, only: Option<TurnId>) -> Result<TurnId> {
+        if !self.hold(session_id).await? {
+            let cancelled = self.ask(org_id, session_id, Op::Cancel { only }).await?;
+            return cancelled.ok_or(Error::NoActiveTurn);
+        }
+        let done = self.cancel_here(org_id, session_id, only).await;
+        self.let_go(session_id).await;
+        done
+    }
+
+    /// [`Engine::cancel`] on the node that holds the session.
+    pub(crate) async fn cancel_here(
+        &self,
+        org_id: &str,
+        session_id: SessionId,
+        only: Option<TurnId>,
+    ) -> Result<TurnId> {
         let queued = {
             let mut slots = self.slots();
             let slot = slots.get_mut(&session_id).ok_or(Error::NoActiveTurn)?;
@@ -392,6 +415,7 @@ impl Engine {
         loop {
             // Taking the next turn and making it the active one happen under
             // one lock, so a cancel always finds the turn somewhere.
+            let mut return_lease = None;
             let next = {
                 let mut slots = self.slots();
                 let Some(slot) = slots.get_mut(&session_id) else { return };
@@ -408,12 +432,24 @@ impl Engine {
                         });
                         Some((queued, cancel, results))
                     }
-                    None => {
+                    None if slot.lease.is_none() => {
                         slots.remove(&session_id);
+                        None
+                    }
+                    None => {
+                        // In a cluster the lease goes once nothing needs it (here, or
+                        // when the operation that still holds it ends).
+                        slot.running = false;
+                        let release = slot.unused() && !slot.releasing;
+                        slot.releasing |= release;
+                        return_lease = release.then_some(slot.lease);
                         None
                     }
                 }
             };
+            if let Some(epoch) = return_lease {
+                self.release(session_id, epoch).await;
+            }
             let Some((mut queued, cancel, results)) = next else { return };
             let (org_id, turn_id) = (queued.org_id.clone(), queued.turn_id);
             queued.before = queued.before.max(previous_end);

@@ -1,8 +1,10 @@
 //! Authentication: `Authorization: Bearer rbk_…` → the organization and scopes
 //! of that key. A small cache in front of the store keeps the hot path off
 //! SQLite; entries live a few seconds so that a revocation made by another
-//! process (the CLI) takes effect quickly, and a revocation through this
-//! server's admin endpoint takes effect at once.
+//! process (the CLI on SQLite) takes effect quickly, and a revocation through this
+//! server's admin endpoint takes effect at once. In a cluster, a revocation
+//! anywhere (another node, the CLI) is announced and empties every node's
+//! cache as soon as it is heard ([`follow_revocations`]).
 
 use crate::error::ApiError;
 use crate::keys::hash_secret;
@@ -11,9 +13,11 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 use protocol::admin::Scope;
 use std::collections::HashMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use store::ApiKeyRecord;
+use store::cluster::notices::{Heard, Notice};
+use tokio::sync::broadcast;
 
 /// How long a looked-up key is trusted without asking the store again.
 const CACHE_TTL: Duration = Duration::from_secs(5);
@@ -58,12 +62,37 @@ impl KeyCache {
         }
     }
 
+    /// Forgets every key.
+    fn clear(&self) {
+        if let Ok(mut entries) = self.entries.write() {
+            entries.clear();
+        }
+    }
+
     /// Forgets a key (after a revocation).
     pub fn forget(&self, key_id: &str) {
         if let Ok(mut entries) = self.entries.write() {
             entries.retain(|_, (r, _)| r.id != key_id);
         }
     }
+}
+
+/// Empties `keys` whenever the cluster says keys changed (or notices were
+/// missed), for as long as the cache is held.
+pub fn follow_revocations(keys: &Arc<KeyCache>, mut notices: broadcast::Receiver<Heard>) {
+    let keys = Arc::downgrade(keys);
+    tokio::spawn(async move {
+        loop {
+            let heard = notices.recv().await;
+            let Some(keys) = keys.upgrade() else { return };
+            match heard {
+                Ok(Heard { notice: Notice::Keys | Notice::Missed, .. })
+                | Err(broadcast::error::RecvError::Lagged(_)) => keys.clear(),
+                Ok(_) => {}
+                Err(broadcast::error::RecvError::Closed) => return,
+            }
+        }
+    });
 }
 
 impl FromRequestParts<AppState> for Auth {

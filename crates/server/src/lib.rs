@@ -202,19 +202,19 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         mcp: Some(mcp_setup),
     });
     let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools), Arc::clone(&metrics)).await?;
-    // Turns left running belong to a process that is gone, unless another
-    // node runs: then they may be its (which node runs a session's turns is
-    // not recorded yet; leases will).
-    let peers = cluster.as_ref().map_or(0, |c| c.peers());
-    if peers == 0 {
-        let recovered = engine.recover().await?;
-        if recovered > 0 {
-            tracing::warn!(recovered, "failed turns left unfinished by a previous process");
-        }
-    } else {
-        tracing::warn!(peers, "other nodes are running: unfinished turns are left to them");
+    if let Some(cluster) = &cluster {
+        engine.join(Arc::clone(cluster));
+    }
+    // Turns left running belong to a process that is gone (in a cluster:
+    // those of sessions no node holds; a lost node's are taken over).
+    let recovered = engine.recover().await?;
+    if recovered > 0 {
+        tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
     let mut state = AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics);
+    if let Some(cluster) = &cluster {
+        auth::follow_revocations(&state.keys, cluster.notices());
+    }
     state.cluster = cluster;
     Ok(state)
 }

@@ -11,9 +11,9 @@
 //! broken connections, a shutdown) are [`Error::Unavailable`]: the pool
 //! reconnects by itself once the database is back.
 
+use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::session_cache::SessionCache;
 use crate::sql::{Backend, Dialect, Doc, Sql, SqlStore, exec_glue, keep_state};
-use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::{BatchWriter, Error, Result};
 use protocol::ids::SessionId;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};

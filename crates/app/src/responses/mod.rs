@@ -106,11 +106,11 @@ impl Service<'_> {
                 self.app.turns(self.org).submit(session, messages, background).await?.id
             }
             ResponseInput::Results(results) => {
-                let turn_id = engine.active_turn(session.id).ok_or_else(|| {
+                let turn_id = engine.active_turn(self.org, session.id).await?.ok_or_else(|| {
                     Error::invalid("input", "the conversation has no response waiting for function_call_output")
                 })?;
                 for result in results {
-                    engine.submit_tool_result(session.id, turn_id, result)?;
+                    engine.submit_tool_result(self.org, session.id, turn_id, result).await?;
                 }
                 turn_id
             }

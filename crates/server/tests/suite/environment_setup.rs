@@ -3,7 +3,7 @@
 //! grows as the commands print, and a turn waiting for it gets the output as
 //! `agent.session.environment.pending` events.
 
-use crate::support::TestServer;
+use crate::support::{TestServer, open_stream, read_until};
 use base64::Engine as _;
 use futures::StreamExt;
 use reqwest::StatusCode;
@@ -65,37 +65,6 @@ async fn while_setup_runs_the_environment_shows_its_step_and_a_growing_log() {
     assert_eq!((&setup["steps_completed"], &setup["steps_total"]), (&json!(1), &json!(1)));
     assert!(setup["completed_at"].as_i64().unwrap() >= setup["started_at"].as_i64().unwrap());
     assert_eq!(write.await.unwrap().unwrap().status(), StatusCode::OK);
-}
-
-/// A session's live event stream, subscribed once this returns.
-async fn open_stream(s: &TestServer, session_id: &str) -> reqwest::Response {
-    let url = s.url(&format!("/v1/agents/sessions/{session_id}/events"));
-    let resp = s.http.get(url).bearer_auth(&s.key).send().await.unwrap();
-    assert_eq!(resp.status(), StatusCode::OK);
-    resp
-}
-
-/// The events of a live stream until `last` matches one (or 30 s pass).
-async fn read_until(resp: reqwest::Response, mut last: impl FnMut(&Value) -> bool) -> Vec<Value> {
-    let mut body = resp.bytes_stream();
-    let (mut buf, mut events) = (String::new(), Vec::new());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let chunk = tokio::time::timeout_at(deadline, body.next()).await;
-        let chunk = chunk.unwrap_or_else(|_| panic!("no end: {events:?}")).unwrap().unwrap();
-        buf.push_str(&String::from_utf8_lossy(&chunk));
-        while let Some(end) = buf.find("\n\n") {
-            let frame: String = buf.drain(..end + 2).collect();
-            for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
-                let event: Value = serde_json::from_str(data).unwrap();
-                let stop = last(&event);
-                events.push(event);
-                if stop {
-                    return events;
-                }
-            }
-        }
-    }
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 mod agents;
 mod auth;
 mod bad_input;
+mod cluster;
 mod conversations;
 mod database_url;
 mod environment_packages;

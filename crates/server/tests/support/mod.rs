@@ -287,3 +287,35 @@ impl TestServer {
 pub fn types(events: &[Value]) -> Vec<String> {
     events.iter().map(|e| e["type"].as_str().unwrap_or_default().to_string()).collect()
 }
+
+/// A session's live event stream, subscribed once this returns.
+pub async fn open_stream(s: &TestServer, session_id: &str) -> reqwest::Response {
+    let url = s.url(&format!("/v1/agents/sessions/{session_id}/events"));
+    let resp = s.http.get(url).bearer_auth(&s.key).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    resp
+}
+
+/// The events of a live stream until `last` matches one (or 30 s pass).
+pub async fn read_until(resp: reqwest::Response, mut last: impl FnMut(&Value) -> bool) -> Vec<Value> {
+    use futures::StreamExt;
+    let mut body = resp.bytes_stream();
+    let (mut buf, mut events) = (String::new(), Vec::new());
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let chunk = tokio::time::timeout_at(deadline, body.next()).await;
+        let chunk = chunk.unwrap_or_else(|_| panic!("no end: {events:?}")).unwrap().unwrap();
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+        while let Some(end) = buf.find("\n\n") {
+            let frame: String = buf.drain(..end + 2).collect();
+            for data in frame.lines().filter_map(|l| l.strip_prefix("data: ")) {
+                let event: Value = serde_json::from_str(data).unwrap();
+                let stop = last(&event);
+                events.push(event);
+                if stop {
+                    return events;
+                }
+            }
+        }
+    }
+}

@@ -88,13 +88,12 @@ impl Cluster {
 
     /// Renews every lease this node holds.
     pub(crate) async fn renew_leases(&self) -> Result<u64> {
-        let done = sqlx::query(
-            "UPDATE session_leases SET expires_at = now() + make_interval(secs => $2) WHERE node_id = $1",
-        )
-        .bind(&self.node.id)
-        .bind(LEASE_TTL.as_secs_f64())
-        .execute(&self.pool)
-        .await?;
+        let done =
+            sqlx::query("UPDATE session_leases SET expires_at = now() + make_interval(secs => $2) WHERE node_id = $1")
+                .bind(&self.node.id)
+                .bind(LEASE_TTL.as_secs_f64())
+                .execute(&self.pool)
+                .await?;
         Ok(done.rows_affected())
     }
 

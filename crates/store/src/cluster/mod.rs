@@ -85,6 +85,8 @@ pub struct Cluster {
     sessions: Arc<SessionCache>,
     /// Notices heard from the database, for whoever follows them.
     heard: broadcast::Sender<Heard>,
+    /// Microseconds the database's clock is ahead of this machine's.
+    clock_offset: i64,
 }
 
 /// Notices buffered for a follower; one that lags hears [`Notice::Missed`].
@@ -126,7 +128,8 @@ impl Cluster {
         sender.set_slot(slot);
         let heard = broadcast::channel(NOTICE_BUFFER).0;
         let peers = AtomicUsize::new(0);
-        let cluster = Arc::new(Self { pool, node, slot, instance, peers, sender, sessions, heard });
+        let clock_offset = clock_offset(&pool).await?;
+        let cluster = Arc::new(Self { pool, node, slot, instance, peers, sender, sessions, heard, clock_offset });
         // Listening before anything else is announced: nothing committed from here on is missed.
         listen::start(&cluster).await?;
         // Leases held under this id belong to the process that had it before (gone).
@@ -144,6 +147,12 @@ impl Cluster {
     /// This node's slot: unique among the registered nodes, below [`MAX_NODES`].
     pub fn slot(&self) -> i32 {
         self.slot
+    }
+
+    /// Microseconds the database's clock is ahead of this machine's (as
+    /// measured at join): what a node adds to its own for the cluster's time.
+    pub fn clock_offset_micros(&self) -> i64 {
+        self.clock_offset
     }
 
     /// Other live nodes, as of the last heartbeat.
@@ -235,6 +244,22 @@ impl Cluster {
         .await?;
         Ok(nodes)
     }
+}
+
+fn local_micros() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(0))
+}
+
+/// The database's clock minus this machine's, in microseconds (the middle
+/// of the round trip taken as the moment the database read its clock).
+async fn clock_offset(pool: &PgPool) -> Result<i64> {
+    let before = local_micros();
+    let (db,): (i64,) =
+        sqlx::query_as("SELECT (extract(epoch FROM clock_timestamp()) * 1000000)::bigint").fetch_one(pool).await?;
+    let after = local_micros();
+    Ok(db - before / 2 - after / 2)
 }
 
 /// Refuses `id` while a running node holds it. A registration whose

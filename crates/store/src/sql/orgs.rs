@@ -102,16 +102,17 @@ impl<B: Backend> SqlStore<B> {
     }
 
     pub(crate) async fn revoke_api_key_impl(&self, org_id: Option<&str>, id: &str, at: i64) -> Result<bool> {
-        let revoked = self.changed(
-            Sql::new(
-                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) \
+        let revoked = self
+            .changed(
+                Sql::new(
+                    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) \
                  WHERE id = $2 AND (CAST($3 AS TEXT) IS NULL OR org_id = $3)",
+                )
+                .bind(at)
+                .bind(id)
+                .bind(org_id),
             )
-            .bind(at)
-            .bind(id)
-            .bind(org_id),
-        )
-        .await;
+            .await;
         self.db.announce(crate::cluster::notices::Notice::Keys).await;
         revoked
     }

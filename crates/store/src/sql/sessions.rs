@@ -2,10 +2,10 @@
 //! filters. The engine's state writes come through the journal's batch writers.
 
 use super::{Backend, Doc, Sql, SqlStore};
+use crate::cluster::notices::Notice;
 use crate::{Page, Result, SessionFilter};
 use protocol::ids::SessionId;
 use protocol::list::PageRequest;
-use crate::cluster::notices::Notice;
 use protocol::session::SessionRecord;
 
 impl<B: Backend> SqlStore<B> {

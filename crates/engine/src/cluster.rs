@@ -1,0 +1,437 @@
+//! The engine in a cluster of nodes on one PostgreSQL database. A node runs
+//! a session's turns only while it holds the session's lease
+//! ([`store::Cluster::acquire`]); an operation on a session another node
+//! holds (new input, conversation items, a cancel, a function's result) is
+//! left in the session's inbox as an [`Op`], and the holder, told by a
+//! notice, performs it and answers with an [`Outcome`]. A lease goes once
+//! nothing on its node needs it (no worker, no operation in progress).
+//!
+//! Every node also watches for lost nodes: an expired lease is taken over,
+//! the turns its node left are failed (`node_lost`), and what waits in the
+//! session's inbox is performed here.
+
+use crate::error::{Error, Result};
+use crate::runtime::{Engine, Inner};
+use crate::turn::ToolResult;
+use protocol::event::Event;
+use protocol::ids::{SessionId, TurnId};
+use protocol::item::{Content, Role};
+use protocol::turn::Turn;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use store::cluster::leases::{Lease, TakenOver};
+use store::cluster::notices::{Heard, Notice};
+use tokio::sync::{broadcast, oneshot};
+
+/// How long an operation waits for the node that holds its session (a lost
+/// holder's lease is taken over, and its inbox answered, well within it).
+const ASK_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often lost nodes' leases and unanswered inboxes are looked for.
+const WATCH: Duration = store::cluster::HEARTBEAT;
+/// An inbox older than this with no holder is answered by whoever sees it.
+const ORPHAN_AGE: Duration = Duration::from_secs(2);
+/// Answers kept for a request whose sender has not started waiting yet.
+const EARLY_REPLIES: usize = 1024;
+
+/// What a node asks of the node that holds a session.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub(crate) enum Op {
+    Input { turn_id: TurnId, messages: Vec<Vec<Content>>, background: bool },
+    Append { turn_id: TurnId, messages: Vec<(Role, Vec<Content>)> },
+    Cancel { only: Option<TurnId> },
+    ToolResult { turn_id: TurnId, result: ToolResult },
+}
+
+/// The holder's answer.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+enum Outcome {
+    Done { turn_id: Option<TurnId> },
+    NoActiveTurn,
+    UnknownToolCall { call_id: String },
+    Unavailable,
+    Failed { message: String },
+}
+
+impl Outcome {
+    fn of(done: Result<Option<TurnId>>) -> Self {
+        match done {
+            Ok(turn_id) => Outcome::Done { turn_id },
+            Err(Error::NoActiveTurn) => Outcome::NoActiveTurn,
+            Err(Error::UnknownToolCall { call_id }) => Outcome::UnknownToolCall { call_id },
+            Err(Error::Unavailable) => Outcome::Unavailable,
+            Err(Error::Store(e)) if e.is_unavailable() => Outcome::Unavailable,
+            Err(e) => Outcome::Failed { message: e.to_string() },
+        }
+    }
+
+    fn into_result(self) -> Result<Option<TurnId>> {
+        match self {
+            Outcome::Done { turn_id } => Ok(turn_id),
+            Outcome::NoActiveTurn => Err(Error::NoActiveTurn),
+            Outcome::UnknownToolCall { call_id } => Err(Error::UnknownToolCall { call_id }),
+            Outcome::Unavailable => Err(Error::Unavailable),
+            Outcome::Failed { message } => Err(Error::Invalid(message)),
+        }
+    }
+}
+
+/// This node's membership, as the engine uses it.
+pub(crate) struct Node {
+    pub(crate) cluster: Arc<store::Cluster>,
+    replies: Mutex<Replies>,
+    /// One inbox is answered at a time, in order.
+    drains: tokio::sync::Mutex<()>,
+}
+
+/// Senders waiting for answers, and answers that came before their sender waited.
+#[derive(Default)]
+struct Replies {
+    waiting: HashMap<i64, oneshot::Sender<String>>,
+    early: VecDeque<(i64, String)>,
+}
+
+impl Node {
+    fn replies(&self) -> std::sync::MutexGuard<'_, Replies> {
+        self.replies.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Where the answer to `request` arrives.
+    fn wait_for(&self, request: i64) -> oneshot::Receiver<String> {
+        let (tx, rx) = oneshot::channel();
+        let mut replies = self.replies();
+        match replies.early.iter().position(|(id, _)| *id == request) {
+            Some(at) => {
+                if let Some((_, outcome)) = replies.early.remove(at) {
+                    let _ = tx.send(outcome);
+                }
+            }
+            None => {
+                replies.waiting.insert(request, tx);
+            }
+        }
+        rx
+    }
+
+    fn answered(&self, request: i64, outcome: String) {
+        let mut replies = self.replies();
+        match replies.waiting.remove(&request) {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            // Another node's request (its own node waits for it), or one whose sender has not started waiting.
+            None => {
+                if replies.early.len() >= EARLY_REPLIES {
+                    replies.early.pop_front();
+                }
+                replies.early.push_back((request, outcome));
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Joins `cluster`: event numbers carry its slot and follow the
+    /// database's clock, other nodes' events reach this node's subscribers,
+    /// inboxes of the sessions this node holds are answered, and lost
+    /// nodes' sessions are taken over. Call once, before any submission.
+    pub fn join(&self, cluster: Arc<store::Cluster>) {
+        self.inner.bus.clock().join(cluster.slot(), cluster.clock_offset_micros());
+        self.inner.bus.follow(Arc::clone(&self.inner.store), cluster.notices(), cluster.slot());
+        let notices = cluster.notices();
+        let node = Node { cluster, replies: Mutex::default(), drains: tokio::sync::Mutex::new(()) };
+        if self.inner.cluster.set(node).is_err() {
+            return;
+        }
+        // Both end with the engine (they hold it weakly): its cluster membership ends with it.
+        tokio::spawn(hear(Arc::downgrade(&self.inner), notices));
+        tokio::spawn(watch(Arc::downgrade(&self.inner)));
+    }
+
+    pub(crate) fn cluster(&self) -> Option<&store::Cluster> {
+        self.inner.cluster.get().map(|n| n.cluster.as_ref())
+    }
+
+    /// Whether this node may run the session now, taking its lease when no
+    /// node holds it; false while another node does. Without a cluster,
+    /// always. A true answer is paired with [`Engine::let_go`].
+    pub(crate) async fn hold(&self, session: SessionId) -> Result<bool> {
+        let Some(cluster) = self.cluster() else { return Ok(true) };
+        {
+            let mut slots = self.slots();
+            if let Some(slot) = slots.get_mut(&session)
+                && slot.lease.is_some()
+                && !slot.releasing
+            {
+                slot.holders += 1;
+                return Ok(true);
+            }
+        }
+        let Some(lease) = cluster.acquire(session).await? else { return Ok(false) };
+        self.took(session, lease);
+        Ok(true)
+    }
+
+    /// Records a lease this node took (held by one operation).
+    fn took(&self, session: SessionId, lease: Lease) {
+        // Numbers from here on pass what the previous holder handed out.
+        self.inner.bus.clock().observe(lease.last_seq);
+        // Another node may have added to its history.
+        self.inner.histories.invalidate(session);
+        let mut slots = self.slots();
+        let slot = slots.entry(session).or_default();
+        slot.lease = Some(slot.lease.map_or(lease.epoch, |e| e.max(lease.epoch)));
+        slot.releasing = false;
+        slot.holders += 1;
+    }
+
+    /// Ends an operation that [`Engine::hold`] let run; the lease goes once
+    /// nothing else needs it.
+    pub(crate) async fn let_go(&self, session: SessionId) {
+        if self.cluster().is_none() {
+            return;
+        }
+        let epoch = {
+            let mut slots = self.slots();
+            let Some(slot) = slots.get_mut(&session) else { return };
+            slot.holders = slot.holders.saturating_sub(1);
+            if !slot.unused() || slot.releasing {
+                return;
+            }
+            slot.releasing = true;
+            slot.lease
+        };
+        self.release(session, epoch).await;
+    }
+
+    /// Gives up the lease once this node's writes to the session are
+    /// committed (the next holder continues after them); answers what
+    /// arrived in its inbox meanwhile.
+    pub(crate) async fn release(&self, session: SessionId, epoch: Option<i64>) {
+        let Some(cluster) = self.cluster() else { return };
+        let released = match (self.flush().await, epoch) {
+            (Ok(()), Some(epoch)) => cluster.release(session, epoch).await.map_err(Error::from),
+            (Ok(()), None) => Ok(false),
+            (Err(e), _) => Err(e),
+        };
+        let waiting = {
+            let mut slots = self.slots();
+            let still = slots.get(&session).is_some_and(|s| s.releasing);
+            match &released {
+                // Kept: the lease stays this node's (renewed) until the next operation here.
+                Err(_) => {
+                    if let Some(slot) = slots.get_mut(&session) {
+                        slot.releasing = false;
+                    }
+                    false
+                }
+                Ok(waiting) => {
+                    if still {
+                        slots.remove(&session);
+                    }
+                    *waiting
+                }
+            }
+        };
+        if let Err(e) = released {
+            tracing::warn!(%session, error = %e, "a session's lease could not be given up; kept");
+        }
+        if waiting {
+            self.spawn_drain(session);
+        }
+    }
+
+    /// Leaves `op` for the node that holds the session and waits for its
+    /// answer (a turn's id for new input).
+    pub(crate) async fn ask(&self, org_id: &str, session: SessionId, op: Op) -> Result<Option<TurnId>> {
+        let Some(node) = self.inner.cluster.get() else { return Err(Error::Unavailable) };
+        let doc = serde_json::to_string(&op).map_err(|e| Error::Invalid(e.to_string()))?;
+        let request = node.cluster.push(session, org_id, &doc).await?;
+        let answer = node.wait_for(request);
+        // The holder may have let go as the request arrived: then this node answers it.
+        self.spawn_drain(session);
+        let outcome = match tokio::time::timeout(ASK_TIMEOUT, answer).await {
+            Ok(Ok(outcome)) => outcome,
+            _ => {
+                tracing::warn!(%session, request, "the node holding the session did not answer");
+                return Err(Error::Unavailable);
+            }
+        };
+        let outcome: Outcome = serde_json::from_str(&outcome).map_err(|e| Error::Invalid(e.to_string()))?;
+        outcome.into_result()
+    }
+
+    /// Live events of a session from now on, with the number after which
+    /// they count. For a session this node does not run, that is the last
+    /// one stored: another node's clock may trail this one's.
+    pub async fn subscribe_now(&self, session: SessionId) -> Result<(broadcast::Receiver<Arc<Event>>, i64)> {
+        let (rx, floor) = self.inner.bus.subscribe_now(session);
+        let here = self.slots().get(&session).is_some_and(|s| s.lease.is_some());
+        if self.cluster().is_none() || here {
+            return Ok((rx, floor));
+        }
+        Ok((rx, self.inner.store.last_event_seq(session).await?))
+    }
+
+    /// A turn as stored, after another node created it.
+    pub(crate) async fn stored_turn(&self, org_id: &str, turn_id: TurnId) -> Result<Turn> {
+        self.inner.store.get_turn(org_id, turn_id).await?.ok_or(Error::Unavailable)
+    }
+
+    /// [`Engine::drain`] on a task of its own. Boxed: a drain submits input,
+    /// which may start a worker, which drains when it lets go (a cycle of
+    /// futures whose `Send` the compiler cannot see through otherwise).
+    fn spawn_drain(&self, session: SessionId) {
+        let engine = self.clone();
+        let drain: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
+            Box::pin(async move { engine.drain(session).await });
+        tokio::spawn(drain);
+    }
+
+    /// Answers a session's inbox if this node holds the session or can take it.
+    async fn drain(&self, session: SessionId) {
+        let Some(node) = self.inner.cluster.get() else { return };
+        let _one = node.drains.lock().await;
+        match self.hold(session).await {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(e) => {
+                tracing::warn!(%session, error = %e, "a session's inbox could not be answered");
+                return;
+            }
+        }
+        self.answer_inbox(node, session).await;
+        self.let_go(session).await;
+    }
+
+    /// Performs and answers every request waiting for a session this node holds.
+    async fn answer_inbox(&self, node: &Node, session: SessionId) {
+        let entries = match node.cluster.take_inbox(session).await {
+            Ok(entries) => entries,
+            Err(e) => {
+                tracing::warn!(%session, error = %e, "a session's inbox could not be read");
+                return;
+            }
+        };
+        for entry in entries {
+            let done = match serde_json::from_str::<Op>(&entry.doc) {
+                Ok(op) => self.perform(&entry.org_id, session, op).await,
+                Err(e) => Err(Error::Invalid(format!("a request this node does not understand: {e}"))),
+            };
+            let outcome = serde_json::to_string(&Outcome::of(done)).unwrap_or_default();
+            if let Err(e) = node.cluster.reply(entry.id, &outcome).await {
+                tracing::warn!(%session, request = entry.id, error = %e, "an answer could not be sent");
+            }
+        }
+    }
+
+    /// One request, on the node that holds the session.
+    async fn perform(&self, org_id: &str, session_id: SessionId, op: Op) -> Result<Option<TurnId>> {
+        let session = || async {
+            self.inner
+                .store
+                .get_session(org_id, session_id)
+                .await?
+                .ok_or(Error::Invalid("the session was deleted".into()))
+        };
+        match op {
+            Op::Input { turn_id, messages, background } => {
+                let session = session().await?;
+                self.submit_here(org_id, &session, turn_id, messages, background).await.map(|t| Some(t.id))
+            }
+            Op::Append { turn_id, messages } => {
+                let session = session().await?;
+                self.append_here(org_id, &session, turn_id, messages).await.map(|t| Some(t.id))
+            }
+            Op::Cancel { only } => self.cancel_here(org_id, session_id, only).await.map(Some),
+            Op::ToolResult { turn_id, result } => self.tool_result_here(session_id, turn_id, result).map(|()| None),
+        }
+    }
+
+    /// Answers the inboxes of those of `sessions` held here.
+    fn drain_held(&self, sessions: Vec<SessionId>) {
+        for session in sessions {
+            let held = self.slots().get(&session).is_some_and(|s| s.lease.is_some() && !s.releasing);
+            if held {
+                self.spawn_drain(session);
+            }
+        }
+    }
+
+    /// Takes over lost nodes' sessions and answers inboxes nobody holds.
+    async fn look_for_lost(&self, node: &Node) {
+        match node.cluster.take_expired(50).await {
+            Ok(taken) => {
+                for lost in taken {
+                    self.take_over(node, lost).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "looking for lost nodes' sessions failed"),
+        }
+        match node.cluster.orphaned_inboxes(ORPHAN_AGE).await {
+            Ok(sessions) => {
+                for session in sessions {
+                    self.drain(session).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "looking for unanswered inboxes failed"),
+        }
+    }
+
+    /// Settles a lost node's session: its open turns failed, its inbox answered.
+    async fn take_over(&self, node: &Node, lost: TakenOver) {
+        let session = lost.session;
+        self.took(session, lost.lease);
+        match self.settle_lost(session, &lost.node).await {
+            Ok(0) => {}
+            Ok(failed) => tracing::warn!(%session, node = %lost.node, failed, "failed the turns of a lost node"),
+            Err(e) => tracing::error!(%session, error = %e, "a lost node's turns could not be settled"),
+        }
+        {
+            let _one = node.drains.lock().await;
+            self.answer_inbox(node, session).await;
+        }
+        self.let_go(session).await;
+    }
+}
+
+/// Follows the cluster's notices for the engine: inbox requests for sessions
+/// held here, answers to this node's requests.
+async fn hear(engine: Weak<Inner>, mut notices: broadcast::Receiver<Heard>) {
+    loop {
+        let heard = notices.recv().await;
+        let Some(inner) = engine.upgrade() else { return };
+        let engine = Engine { inner };
+        let sessions = match heard {
+            Ok(Heard { notice: Notice::Inbox(session), .. }) => vec![session],
+            Ok(Heard { notice: Notice::Reply { request, outcome }, .. }) => {
+                if let Some(node) = engine.inner.cluster.get() {
+                    node.answered(request, outcome);
+                }
+                continue;
+            }
+            // An inbox notice may have been lost: look at every session held here.
+            Ok(Heard { notice: Notice::Missed, .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
+                engine.slots().keys().copied().collect()
+            }
+            Ok(_) => continue,
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        engine.drain_held(sessions);
+    }
+}
+
+/// Every [`WATCH`]: looks for lost nodes' sessions and unanswered inboxes.
+async fn watch(engine: Weak<Inner>) {
+    let mut tick = tokio::time::interval(WATCH);
+    loop {
+        tick.tick().await;
+        let Some(inner) = engine.upgrade() else { return };
+        let engine = Engine { inner };
+        let Some(node) = engine.inner.cluster.get() else { return };
+        engine.look_for_lost(node).await;
+    }
+}
