@@ -12,6 +12,10 @@ from the test-support crate; see scripted.py): the server gets
 take the `model` fixture, which resets the script and the request log first.
 `servers` starts extra `rebyte serve` processes (restarts, crashes) and always
 stops them.
+
+With `REBYTE_COMPAT_NODES=2` (on PostgreSQL) the session server is two nodes
+on one database, and the suite's clients send their writes to the first and
+their reads (GET, event streams included) to the second.
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ from typing import Callable, Iterator
 import pytest
 from openai import OpenAI
 
-from harness import Admin, Server, new_key
+import harness
+from harness import Admin, Server, api_client, new_key
 from scripted import ScriptedModel
 
 
@@ -47,9 +52,24 @@ def model(scripted_model: ScriptedModel) -> ScriptedModel:
 @pytest.fixture(scope="session")
 def server(scripted_model: ScriptedModel) -> Iterator[Server]:
     srv = Server(bootstrap_key=new_key(), env=scripted_model.env()).start()
+    reader = None
+    if harness.TWO_NODES:
+        assert srv.database_url, "the two-node run needs PostgreSQL (REBYTE_TEST_DATABASE_URL)"
+        # The same database, bootstrap key and master key; a data directory of its own.
+        env = {
+            **scripted_model.env(),
+            "REBYTE_DATABASE_URL": srv.database_url,
+            "REBYTE_MASTER_KEY_FILE": str(srv.data_dir / "master.key"),
+        }
+        reader = Server(bootstrap_key=srv.bootstrap_key, env=env).start()
+        harness.SPLIT = (srv.url, reader.url)
     try:
         yield srv
     finally:
+        harness.SPLIT = None
+        if reader is not None:
+            assert reader.stop() == 0, "the second node did not exit cleanly on SIGTERM"
+            reader.cleanup()
         code = srv.stop()
         srv.cleanup()
         assert code == 0, f"rebyte did not exit cleanly on SIGTERM (exit {code})"
@@ -70,7 +90,7 @@ def bootstrap_key(server: Server) -> str:
 @pytest.fixture(scope="session")
 def client(url: str, bootstrap_key: str) -> Iterator[OpenAI]:
     """The official client, unmodified, with the bootstrap key (every scope, organization `default`)."""
-    c = OpenAI(api_key=bootstrap_key, base_url=f"{url}/v1")
+    c = api_client(bootstrap_key, url)
     yield c
     c.close()
 

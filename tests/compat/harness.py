@@ -54,6 +54,37 @@ def new_key() -> str:
 
 # Whether this run's servers use PostgreSQL (scripts/test's second compat run).
 ON_POSTGRES = bool(os.environ.get("REBYTE_TEST_DATABASE_URL"))
+# The run on two nodes of one PostgreSQL database (scripts/test's third run,
+# REBYTE_COMPAT_NODES=2): the suite's clients write to one node and read from
+# the other. Set by the `server` fixture: (writes' base URL, reads' base URL).
+TWO_NODES = os.environ.get("REBYTE_COMPAT_NODES") == "2"
+SPLIT: tuple[str, str] | None = None
+
+
+class ReadsElsewhere(httpx2.BaseTransport):
+    """Sends every GET to another node (`reads`), every other request where it was addressed."""
+
+    def __init__(self, reads: str):
+        self._reads = httpx2.URL(reads)
+        self._inner = httpx2.HTTPTransport()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method == "GET":
+            request.url = request.url.copy_with(host=self._reads.host, port=self._reads.port)
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def api_client(key: str, base_url: str) -> OpenAI:
+    """The official client for `base_url`; in the two-node run, the session
+    server's reads go to its second node (the client itself is unmodified:
+    only its HTTP transport chooses the node)."""
+    if SPLIT is not None and base_url == SPLIT[0]:
+        http = openai.DefaultHttpxClient(transport=ReadsElsewhere(SPLIT[1]))
+        return OpenAI(api_key=key, base_url=f"{base_url}/v1", http_client=http)
+    return OpenAI(api_key=key, base_url=f"{base_url}/v1")
 
 
 class Server:
@@ -211,7 +242,7 @@ class Admin:
         return self.client.delete(f"/admin/keys/{key_id}", cast_to=object)
 
     def client_for(self, secret: str) -> OpenAI:
-        c = OpenAI(api_key=secret, base_url=f"{self.base_url}/v1")
+        c = api_client(secret, self.base_url)
         self._clients.append(c)
         return c
 

@@ -157,6 +157,7 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         setup: None,
         vault_ids: Vec::new(),
         skills: Vec::new(),
+        node: None,
     }
 }
 
@@ -197,6 +198,17 @@ pub struct FilePage {
     pub next: Option<String>,
 }
 
+/// Where an environment's sandbox runs, as seen from this node.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Placement {
+    /// Here (or there is one node).
+    Here,
+    /// On another running node of the cluster, reached at `advertise`.
+    Elsewhere { node: String, advertise: String },
+    /// On a node that is not running.
+    Gone { node: String },
+}
+
 /// The environments of one organization.
 pub struct Service<'a> {
     pub(crate) app: &'a App,
@@ -209,6 +221,19 @@ impl Service<'_> {
     /// environment id names none).
     pub async fn named(&self, raw: &str) -> Result<EnvironmentRecord> {
         self.get(&environment_id(raw)?).await
+    }
+
+    /// Where the environment an id names runs (404 for none).
+    pub async fn placement(&self, raw: &str) -> Result<Placement> {
+        let record = self.named(raw).await?;
+        let (Some(node), Some(me)) = (record.node, self.app.engine.node_id()) else { return Ok(Placement::Here) };
+        if node == me {
+            return Ok(Placement::Here);
+        }
+        Ok(match self.app.engine.node_view(&node).await? {
+            Some(view) if view.alive => Placement::Elsewhere { node, advertise: view.advertise },
+            _ => Placement::Gone { node },
+        })
     }
 
     pub async fn get(&self, id: &EnvironmentId) -> Result<EnvironmentRecord> {
@@ -237,6 +262,7 @@ impl Service<'_> {
         let metadata = req.metadata.unwrap_or_default();
         protocol::validate::metadata("metadata", &metadata)?;
         let mut record = new_record(config, std::mem::take(&mut prepared.files), None);
+        record.node = self.app.engine.node_id();
         record.skills = std::mem::take(&mut prepared.skills);
         record.metadata = metadata;
         record.vault_ids = req.vault_ids.unwrap_or_default();

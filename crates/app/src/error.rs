@@ -34,6 +34,10 @@ pub enum Error {
     /// same request may succeed shortly.
     #[error("The database is unavailable; retry the request shortly.")]
     Unavailable,
+    /// An environment lives on a cluster node that is not running: 503
+    /// until that node is back (with the environment's files).
+    #[error("{0}")]
+    EnvironmentUnavailable(String),
     /// A fault of the server; the message is for the log, not the caller.
     #[error("internal error: {0}")]
     Internal(String),
@@ -89,6 +93,7 @@ impl From<engine::Error> for Error {
         match e {
             engine::Error::Store(e) => e.into(),
             engine::Error::Unavailable => Error::Unavailable,
+            e @ engine::Error::EnvironmentUnavailable { .. } => Error::EnvironmentUnavailable(e.to_string()),
             // The client's tool dispatcher recognises exactly this shape.
             engine::Error::UnknownToolCall { call_id } => Error::Invalid {
                 param: Some("call_id".into()),

@@ -149,6 +149,7 @@ impl Service<'_> {
                 let mut config = (**config).clone();
                 let mut prepared = self.app.environments(self.org).prepare("environment", &mut config).await?;
                 let mut env = new_environment(config, std::mem::take(&mut prepared.files), None);
+                env.node = self.app.engine.node_id();
                 env.skills = std::mem::take(&mut prepared.skills);
                 Ok(Attach::Inline(env, prepared))
             }

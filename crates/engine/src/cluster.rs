@@ -45,6 +45,14 @@ pub(crate) enum Op {
     ToolResult { turn_id: TurnId, result: ToolResult },
 }
 
+/// Where an operation on a session runs.
+pub(crate) enum Held {
+    /// On this node, which holds the session's lease now.
+    Here,
+    /// On the node that holds it, or `Some` node that alone may (its environment's).
+    There(Option<String>),
+}
+
 /// The holder's answer.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -53,6 +61,7 @@ enum Outcome {
     NoActiveTurn,
     UnknownToolCall { call_id: String },
     Unavailable,
+    EnvironmentUnavailable { environment: String, node: String },
     Failed { message: String },
 }
 
@@ -63,6 +72,9 @@ impl Outcome {
             Err(Error::NoActiveTurn) => Outcome::NoActiveTurn,
             Err(Error::UnknownToolCall { call_id }) => Outcome::UnknownToolCall { call_id },
             Err(Error::Unavailable) => Outcome::Unavailable,
+            Err(Error::EnvironmentUnavailable { environment, node }) => {
+                Outcome::EnvironmentUnavailable { environment, node }
+            }
             Err(Error::Store(e)) if e.is_unavailable() => Outcome::Unavailable,
             Err(e) => Outcome::Failed { message: e.to_string() },
         }
@@ -74,6 +86,9 @@ impl Outcome {
             Outcome::NoActiveTurn => Err(Error::NoActiveTurn),
             Outcome::UnknownToolCall { call_id } => Err(Error::UnknownToolCall { call_id }),
             Outcome::Unavailable => Err(Error::Unavailable),
+            Outcome::EnvironmentUnavailable { environment, node } => {
+                Err(Error::EnvironmentUnavailable { environment, node })
+            }
             Outcome::Failed { message } => Err(Error::Invalid(message)),
         }
     }
@@ -155,11 +170,27 @@ impl Engine {
         self.inner.cluster.get().map(|n| n.cluster.as_ref())
     }
 
-    /// Whether this node may run the session now, taking its lease when no
-    /// node holds it; false while another node does. Without a cluster,
-    /// always. A true answer is paired with [`Engine::let_go`].
-    pub(crate) async fn hold(&self, session: SessionId) -> Result<bool> {
-        let Some(cluster) = self.cluster() else { return Ok(true) };
+    /// A node of this node's cluster, as the database sees it.
+    pub async fn node_view(&self, id: &str) -> Result<Option<store::NodeView>> {
+        match self.cluster() {
+            Some(cluster) => Ok(cluster.node_view(id).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// This node's id in its cluster, if it is in one.
+    pub fn node_id(&self) -> Option<String> {
+        self.cluster().map(|c| c.node().id.clone())
+    }
+
+    /// Where an operation on the session runs: here when this node holds its
+    /// lease or can take it (no node holds it, and its environment, if any,
+    /// lives here); without a cluster, always here. `Here` is paired with
+    /// [`Engine::let_go`]. A session whose environment lives on a node that
+    /// is gone cannot run anywhere: an error saying so (and an
+    /// `agent.session.environment.disconnected` on the session).
+    pub(crate) async fn hold(&self, org_id: &str, session: SessionId) -> Result<Held> {
+        let Some(cluster) = self.cluster() else { return Ok(Held::Here) };
         {
             let mut slots = self.slots();
             if let Some(slot) = slots.get_mut(&session)
@@ -167,16 +198,55 @@ impl Engine {
                 && !slot.releasing
             {
                 slot.holders += 1;
-                return Ok(true);
+                return Ok(Held::Here);
             }
         }
-        let Some(lease) = cluster.acquire(session).await? else { return Ok(false) };
-        self.took(session, lease);
-        Ok(true)
+        if let Some((environment, node)) = self.home(org_id, session).await?
+            && node != cluster.node().id
+        {
+            let alive = cluster.node_view(&node).await?.is_some_and(|n| n.alive);
+            if !alive {
+                self.disconnected(session, &environment, &node);
+                return Err(Error::EnvironmentUnavailable { environment: environment.to_string(), node });
+            }
+            return Ok(Held::There(Some(node)));
+        }
+        let Some(lease) = cluster.acquire(session).await? else { return Ok(Held::There(None)) };
+        self.took(org_id, session, lease);
+        Ok(Held::Here)
+    }
+
+    /// The session's environment and the node it lives on, if it has one.
+    async fn home(&self, org_id: &str, session: SessionId) -> Result<Option<(protocol::ids::EnvironmentId, String)>> {
+        match &self.inner.hosted {
+            Some(hosted) => Ok(hosted.home(org_id, session).await?),
+            None => Ok(None),
+        }
+    }
+
+    /// Tells the session's subscribers its environment's node is gone.
+    fn disconnected(&self, session: SessionId, environment: &protocol::ids::EnvironmentId, node: &str) {
+        let state = protocol::event::EnvironmentState {
+            id: environment.clone(),
+            status: "disconnected".into(),
+            kind: "openai_hosted".into(),
+            error: Some(protocol::event::EnvironmentStateError {
+                code: "environment_unavailable".into(),
+                message: format!("the node '{node}' that runs this environment is not running"),
+                kind: "environment_error".into(),
+            }),
+            setup: None,
+        };
+        let body = protocol::event::EventBody::EnvironmentDisconnected {
+            session_id: session,
+            turn_id: None,
+            environment: state,
+        };
+        self.inner.bus.publish(session, vec![body]);
     }
 
     /// Records a lease this node took (held by one operation).
-    fn took(&self, session: SessionId, lease: Lease) {
+    fn took(&self, org_id: &str, session: SessionId, lease: Lease) {
         // Numbers from here on pass what the previous holder handed out.
         self.inner.bus.clock().observe(lease.last_seq);
         // Another node may have added to its history.
@@ -186,6 +256,9 @@ impl Engine {
         slot.lease = Some(slot.lease.map_or(lease.epoch, |e| e.max(lease.epoch)));
         slot.releasing = false;
         slot.holders += 1;
+        if !org_id.is_empty() {
+            slot.org_id = org_id.to_string();
+        }
     }
 
     /// Ends an operation that [`Engine::hold`] let run; the lease goes once
@@ -217,8 +290,9 @@ impl Engine {
             (Ok(()), None) => Ok(false),
             (Err(e), _) => Err(e),
         };
-        let waiting = {
+        let (waiting, org_id) = {
             let mut slots = self.slots();
+            let org_id = slots.get(&session).map(|s| s.org_id.clone()).unwrap_or_default();
             let still = slots.get(&session).is_some_and(|s| s.releasing);
             match &released {
                 // Kept: the lease stays this node's (renewed) until the next operation here.
@@ -226,13 +300,13 @@ impl Engine {
                     if let Some(slot) = slots.get_mut(&session) {
                         slot.releasing = false;
                     }
-                    false
+                    (false, org_id)
                 }
                 Ok(waiting) => {
                     if still {
                         slots.remove(&session);
                     }
-                    *waiting
+                    (*waiting, org_id)
                 }
             }
         };
@@ -240,26 +314,28 @@ impl Engine {
             tracing::warn!(%session, error = %e, "a session's lease could not be given up; kept");
         }
         if waiting {
-            self.spawn_drain(session);
+            self.spawn_drain(&org_id, session);
         }
     }
 
     /// Leaves `op` for the node that holds the session and waits for its
     /// answer (a turn's id for new input).
-    pub(crate) async fn ask(&self, org_id: &str, session: SessionId, op: Op) -> Result<Option<TurnId>> {
+    pub(crate) async fn ask(
+        &self,
+        org_id: &str,
+        session: SessionId,
+        op: Op,
+        target: Option<String>,
+    ) -> Result<Option<TurnId>> {
         let Some(node) = self.inner.cluster.get() else { return Err(Error::Unavailable) };
         let doc = serde_json::to_string(&op).map_err(|e| Error::Invalid(e.to_string()))?;
-        let request = node.cluster.push(session, org_id, &doc).await?;
+        let request = node.cluster.push(session, org_id, &doc, target.as_deref()).await?;
         let answer = node.wait_for(request);
         // The holder may have let go as the request arrived: then this node answers it.
-        self.spawn_drain(session);
-        let outcome = match tokio::time::timeout(ASK_TIMEOUT, answer).await {
-            Ok(Ok(outcome)) => outcome,
-            _ => {
-                tracing::warn!(%session, request, "the node holding the session did not answer");
-                return Err(Error::Unavailable);
-            }
-        };
+        if target.is_none() {
+            self.spawn_drain(org_id, session);
+        }
+        let outcome = self.answer(org_id, session, request, answer, target.as_deref()).await?;
         let outcome: Outcome = serde_json::from_str(&outcome).map_err(|e| Error::Invalid(e.to_string()))?;
         outcome.into_result()
     }
@@ -276,6 +352,40 @@ impl Engine {
         Ok((rx, self.inner.store.last_event_seq(session).await?))
     }
 
+    /// Waits for the answer to `request`; the node that alone may give it
+    /// (`target`) is watched meanwhile, so its loss is told at once.
+    async fn answer(
+        &self,
+        org_id: &str,
+        session: SessionId,
+        request: i64,
+        mut answer: oneshot::Receiver<String>,
+        target: Option<&str>,
+    ) -> Result<String> {
+        let deadline = tokio::time::Instant::now() + ASK_TIMEOUT;
+        loop {
+            match tokio::time::timeout(WATCH, &mut answer).await {
+                Ok(Ok(outcome)) => return Ok(outcome),
+                Ok(Err(_)) => return Err(Error::Unavailable),
+                Err(_) => {}
+            }
+            if let Some(node) = target
+                && !self.node_view(node).await?.is_some_and(|n| n.alive)
+            {
+                let environment = self.home(org_id, session).await?.map(|(env, _)| env);
+                if let Some(env) = &environment {
+                    self.disconnected(session, env, node);
+                }
+                let environment = environment.map(|e| e.to_string()).unwrap_or_default();
+                return Err(Error::EnvironmentUnavailable { environment, node: node.to_string() });
+            }
+            if tokio::time::Instant::now() >= deadline {
+                tracing::warn!(%session, request, "the node holding the session did not answer");
+                return Err(Error::Unavailable);
+            }
+        }
+    }
+
     /// A turn as stored, after another node created it.
     pub(crate) async fn stored_turn(&self, org_id: &str, turn_id: TurnId) -> Result<Turn> {
         self.inner.store.get_turn(org_id, turn_id).await?.ok_or(Error::Unavailable)
@@ -284,20 +394,21 @@ impl Engine {
     /// [`Engine::drain`] on a task of its own. Boxed: a drain submits input,
     /// which may start a worker, which drains when it lets go (a cycle of
     /// futures whose `Send` the compiler cannot see through otherwise).
-    fn spawn_drain(&self, session: SessionId) {
+    fn spawn_drain(&self, org_id: &str, session: SessionId) {
         let engine = self.clone();
+        let org_id = org_id.to_string();
         let drain: std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> =
-            Box::pin(async move { engine.drain(session).await });
+            Box::pin(async move { engine.drain(&org_id, session).await });
         tokio::spawn(drain);
     }
 
     /// Answers a session's inbox if this node holds the session or can take it.
-    async fn drain(&self, session: SessionId) {
+    async fn drain(&self, org_id: &str, session: SessionId) {
         let Some(node) = self.inner.cluster.get() else { return };
         let _one = node.drains.lock().await;
-        match self.hold(session).await {
-            Ok(true) => {}
-            Ok(false) => return,
+        match self.hold(org_id, session).await {
+            Ok(Held::Here) => {}
+            Ok(Held::There(_)) => return,
             Err(e) => {
                 tracing::warn!(%session, error = %e, "a session's inbox could not be answered");
                 return;
@@ -318,13 +429,30 @@ impl Engine {
         };
         for entry in entries {
             let done = match serde_json::from_str::<Op>(&entry.doc) {
-                Ok(op) => self.perform(&entry.org_id, session, op).await,
+                Ok(op) => match self.misplaced(&entry.org_id, session).await {
+                    Some(refused) => Err(refused),
+                    None => self.perform(&entry.org_id, session, op).await,
+                },
                 Err(e) => Err(Error::Invalid(format!("a request this node does not understand: {e}"))),
             };
             let outcome = serde_json::to_string(&Outcome::of(done)).unwrap_or_default();
             if let Err(e) = node.cluster.reply(entry.id, &outcome).await {
                 tracing::warn!(%session, request = entry.id, error = %e, "an answer could not be sent");
             }
+        }
+    }
+
+    /// Why the session cannot run here although this node took it over (its
+    /// environment lives on another node: the lost one).
+    async fn misplaced(&self, org_id: &str, session: SessionId) -> Option<Error> {
+        let me = self.node_id()?;
+        match self.home(org_id, session).await {
+            Ok(Some((environment, node))) if node != me => {
+                self.disconnected(session, &environment, &node);
+                Some(Error::EnvironmentUnavailable { environment: environment.to_string(), node })
+            }
+            Ok(_) => None,
+            Err(e) => Some(e),
         }
     }
 
@@ -351,12 +479,12 @@ impl Engine {
         }
     }
 
-    /// Answers the inboxes of those of `sessions` held here.
-    fn drain_held(&self, sessions: Vec<SessionId>) {
-        for session in sessions {
+    /// Answers the inboxes of those of `sessions` held here (or meant for this node).
+    fn drain_held(&self, sessions: Vec<(SessionId, String, bool)>) {
+        for (session, org_id, for_me) in sessions {
             let held = self.slots().get(&session).is_some_and(|s| s.lease.is_some() && !s.releasing);
-            if held {
-                self.spawn_drain(session);
+            if held || for_me {
+                self.spawn_drain(&org_id, session);
             }
         }
     }
@@ -373,8 +501,8 @@ impl Engine {
         }
         match node.cluster.orphaned_inboxes(ORPHAN_AGE).await {
             Ok(sessions) => {
-                for session in sessions {
-                    self.drain(session).await;
+                for (session, org_id) in sessions {
+                    self.drain(&org_id, session).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "looking for unanswered inboxes failed"),
@@ -384,7 +512,7 @@ impl Engine {
     /// Settles a lost node's session: its open turns failed, its inbox answered.
     async fn take_over(&self, node: &Node, lost: TakenOver) {
         let session = lost.session;
-        self.took(session, lost.lease);
+        self.took("", session, lost.lease);
         match self.settle_lost(session, &lost.node).await {
             Ok(0) => {}
             Ok(failed) => tracing::warn!(%session, node = %lost.node, failed, "failed the turns of a lost node"),
@@ -406,7 +534,10 @@ async fn hear(engine: Weak<Inner>, mut notices: broadcast::Receiver<Heard>) {
         let Some(inner) = engine.upgrade() else { return };
         let engine = Engine { inner };
         let sessions = match heard {
-            Ok(Heard { notice: Notice::Inbox(session), .. }) => vec![session],
+            Ok(Heard { notice: Notice::Inbox { session, org, target }, .. }) => {
+                let for_me = target.is_some() && target == engine.node_id();
+                vec![(session, org, for_me)]
+            }
             Ok(Heard { notice: Notice::Reply { request, outcome }, .. }) => {
                 if let Some(node) = engine.inner.cluster.get() {
                     node.answered(request, outcome);
@@ -415,7 +546,7 @@ async fn hear(engine: Weak<Inner>, mut notices: broadcast::Receiver<Heard>) {
             }
             // An inbox notice may have been lost: look at every session held here.
             Ok(Heard { notice: Notice::Missed, .. }) | Err(broadcast::error::RecvError::Lagged(_)) => {
-                engine.slots().keys().copied().collect()
+                engine.slots().iter().map(|(id, slot)| (*id, slot.org_id.clone(), false)).collect()
             }
             Ok(_) => continue,
             Err(broadcast::error::RecvError::Closed) => return,
@@ -427,6 +558,9 @@ async fn hear(engine: Weak<Inner>, mut notices: broadcast::Receiver<Heard>) {
 /// Every [`WATCH`]: looks for lost nodes' sessions and unanswered inboxes.
 async fn watch(engine: Weak<Inner>) {
     let mut tick = tokio::time::interval(WATCH);
+    // The first look one interval after the start: what this node's previous
+    // process left is [`Engine::recover`]'s.
+    tick.tick().await;
     loop {
         tick.tick().await;
         let Some(inner) = engine.upgrade() else { return };

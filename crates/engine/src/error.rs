@@ -14,6 +14,11 @@ pub enum Error {
     NoActiveTurn,
     #[error("{0}")]
     Invalid(String),
+    /// The session's environment lives on a node that is not running.
+    #[error(
+        "environment '{environment}' lives on node '{node}', which is not running; it is back with its files when that node is"
+    )]
+    EnvironmentUnavailable { environment: String, node: String },
     /// The database cannot be reached now (the same request may succeed later).
     #[error("the database is unavailable")]
     Unavailable,

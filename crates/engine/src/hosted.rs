@@ -140,6 +140,17 @@ impl HostedToolsFactory for ServerTools {
         Ok(tools)
     }
 
+    async fn home(
+        &self,
+        org_id: &str,
+        session_id: protocol::ids::SessionId,
+    ) -> Result<Option<(protocol::ids::EnvironmentId, String)>, store::Error> {
+        let Some(session) = self.store.get_session(org_id, session_id).await? else { return Ok(None) };
+        let Some(env_id) = session.environment.id() else { return Ok(None) };
+        let env = self.store.get_environment(org_id, env_id).await?;
+        Ok(env.and_then(|e| e.node).map(|node| (env_id.clone(), node)))
+    }
+
     async fn after_turn(&self, org_id: &str, session: &SessionRecord, turn_id: TurnId) {
         if let Some(env_id) = session.environment.id() {
             collect_outputs(&self.envs, self.store.as_ref(), org_id, session, env_id, turn_id).await;

@@ -15,15 +15,18 @@ use store::Write;
 
 impl Engine {
     /// Fails the turns a previous process left unfinished, so that their
-    /// sessions accept input again. Call once at start. In a cluster, only
-    /// the turns of sessions no node holds: a held one is its holder's (or,
-    /// once its lease expires, the node that takes it over settles it).
+    /// sessions accept input again. Call once at start, after joining a
+    /// cluster. In a cluster, only the turns of sessions no node holds or
+    /// this node's id held (its previous process): another node's are its
+    /// own (or, once its lease expires, the node that takes it over settles
+    /// them).
     pub async fn recover(&self) -> Result<usize> {
         let open = self.inner.store.open_turns().await?;
         let mut count = 0;
         for (org_id, turn) in open {
             if let Some(cluster) = self.cluster()
-                && cluster.holder(turn.session_id).await?.is_some()
+                && let Some(holder) = cluster.holder(turn.session_id).await?
+                && holder != cluster.node().id
             {
                 continue;
             }
@@ -32,6 +35,9 @@ impl Engine {
             count += 1;
         }
         self.flush().await?;
+        if let Some(cluster) = self.cluster() {
+            cluster.drop_own_leases().await?;
+        }
         Ok(count)
     }
 

@@ -5,7 +5,7 @@
 //! that node (`crate::cluster`).
 
 use crate::bus::Bus;
-use crate::cluster::Op;
+use crate::cluster::{Held, Op};
 use crate::error::{Error, Result};
 use crate::histories::Histories;
 use crate::journal::Journal;
@@ -58,6 +58,8 @@ pub(crate) struct Slot {
     pub(crate) releasing: bool,
     /// Operations in progress that need the lease kept.
     pub(crate) holders: usize,
+    /// The session's organization (as the operation that took the lease named it).
+    pub(crate) org_id: String,
 }
 
 impl Slot {
@@ -72,7 +74,7 @@ pub(crate) struct Inner {
     models: Registry,
     pub(crate) journal: Arc<Journal>,
     pub(crate) bus: Arc<Bus>,
-    hosted: Option<Arc<dyn HostedToolsFactory>>,
+    pub(crate) hosted: Option<Arc<dyn HostedToolsFactory>>,
     metrics: Arc<telemetry::Metrics>,
     // Held only for short, non-async critical sections.
     slots: Mutex<HashMap<SessionId, Slot>>,
@@ -144,8 +146,8 @@ impl Engine {
         background: bool,
     ) -> Result<Turn> {
         let turn_id = TurnId::new();
-        if !self.hold(session.id).await? {
-            self.ask(org_id, session.id, Op::Input { turn_id, messages, background }).await?;
+        if let Held::There(target) = self.hold(org_id, session.id).await? {
+            self.ask(org_id, session.id, Op::Input { turn_id, messages, background }, target).await?;
             return self.stored_turn(org_id, turn_id).await;
         }
         let done = self.submit_here(org_id, session, turn_id, messages, background).await;
@@ -212,8 +214,8 @@ impl Engine {
         messages: Vec<(Role, Vec<Content>)>,
     ) -> Result<Turn> {
         let turn_id = TurnId::new();
-        if !self.hold(session.id).await? {
-            self.ask(org_id, session.id, Op::Append { turn_id, messages }).await?;
+        if let Held::There(target) = self.hold(org_id, session.id).await? {
+            self.ask(org_id, session.id, Op::Append { turn_id, messages }, target).await?;
             return self.stored_turn(org_id, turn_id).await;
         }
         let done = self.append_here(org_id, session, turn_id, messages).await;
@@ -269,8 +271,8 @@ impl Engine {
         if self.is_running_here(session_id) {
             return self.tool_result_here(session_id, turn_id, result);
         }
-        if !self.hold(session_id).await? {
-            self.ask(org_id, session_id, Op::ToolResult { turn_id, result }).await?;
+        if let Held::There(target) = self.hold(org_id, session_id).await? {
+            self.ask(org_id, session_id, Op::ToolResult { turn_id, result }, target).await?;
             return Ok(());
         }
         let done = self.tool_result_here(session_id, turn_id, result);
@@ -311,8 +313,8 @@ impl Engine {
     /// Cancels the running turn, or else the oldest queued one (on the node
     /// that runs the session).
     pub async fn cancel(&self, org_id: &str, session_id: SessionId, only: Option<TurnId>) -> Result<TurnId> {
-        if !self.hold(session_id).await? {
-            let cancelled = self.ask(org_id, session_id, Op::Cancel { only }).await?;
+        if let Held::There(target) = self.hold(org_id, session_id).await? {
+            let cancelled = self.ask(org_id, session_id, Op::Cancel { only }, target).await?;
             return cancelled.ok_or(Error::NoActiveTurn);
         }
         let done = self.cancel_here(org_id, session_id, only).await;

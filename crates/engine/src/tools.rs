@@ -89,6 +89,15 @@ pub trait HostedToolsFactory: Send + Sync {
         _turn_id: protocol::ids::TurnId,
     ) {
     }
+    /// Where a session's turns must run: its environment and the node that
+    /// runs it (in a cluster), if it has one.
+    async fn home(
+        &self,
+        _org_id: &str,
+        _session_id: protocol::ids::SessionId,
+    ) -> Result<Option<(protocol::ids::EnvironmentId, String)>, store::Error> {
+        Ok(None)
+    }
 }
 
 /// The tool set of one turn.

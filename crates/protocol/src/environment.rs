@@ -256,6 +256,9 @@ pub struct EnvironmentRecord {
     #[serde(default)]
     pub setup: Option<EnvironmentSetup>,
     pub vault_ids: Vec<String>,
+    /// In a cluster: the node whose sandbox backend runs it (its files live there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 /// The environment resource (`agent.environment`).

@@ -98,6 +98,10 @@ pub enum EventBody {
     /// The environment could not be initialized (final) or its sandbox is gone.
     #[serde(rename = "agent.session.environment.failed")]
     EnvironmentFailed { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
+    /// The node that runs the environment is gone (a cluster): it is
+    /// unavailable until that node is back, with its files.
+    #[serde(rename = "agent.session.environment.disconnected")]
+    EnvironmentDisconnected { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
 }
 
 /// The state of a session's environment in `agent.session.environment.*` events.
@@ -140,7 +144,8 @@ impl EventBody {
             EventBody::EnvironmentPending { turn_id, .. }
             | EventBody::EnvironmentReady { turn_id, .. }
             | EventBody::EnvironmentConnected { turn_id, .. }
-            | EventBody::EnvironmentFailed { turn_id, .. } => *turn_id,
+            | EventBody::EnvironmentFailed { turn_id, .. }
+            | EventBody::EnvironmentDisconnected { turn_id, .. } => *turn_id,
             _ => None,
         }
     }

@@ -68,6 +68,11 @@ enum Command {
         /// Where the other nodes of a cluster reach this one; default http://<listen address>.
         #[arg(long, env = "REBYTE_ADVERTISE")]
         advertise: Option<String>,
+        /// The secret nodes of a cluster sign their requests to each other with
+        /// (the same on every node); default derived from the master key,
+        /// which every node shares.
+        #[arg(long, env = "REBYTE_CLUSTER_SECRET", hide_env_values = true)]
+        cluster_secret: Option<String>,
         /// Log lines as text, or as one JSON object a line.
         #[arg(long, env = "REBYTE_LOG_FORMAT", value_enum, default_value_t)]
         log_format: logging::LogFormat,
@@ -174,11 +179,13 @@ async fn run() -> Result<()> {
             sandbox_cpus,
             node_id,
             advertise,
+            cluster_secret,
             ..
         } => {
             let mut config = storage.config();
             config.node_id = node_id;
             config.advertise = advertise;
+            config.cluster_secret = cluster_secret.map(secrets::Secret::new);
             config.body_limit = body_limit;
             if let Some(cpus) = sandbox_cpus {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");

@@ -29,6 +29,17 @@ impl std::fmt::Debug for MasterKey {
 }
 
 impl MasterKey {
+    /// A secret derived from this key for one purpose (`label`): the same
+    /// wherever the key is, and telling nothing about the key.
+    pub fn derive(&self, label: &str) -> Zeroizing<[u8; 32]> {
+        use sha2::Digest;
+        let mut hash = sha2::Sha256::new();
+        hash.update(label.as_bytes());
+        hash.update([0]);
+        hash.update(self.0.as_ref());
+        Zeroizing::new(hash.finalize().into())
+    }
+
     /// A new random key.
     pub fn generate() -> Self {
         let mut bytes = Zeroizing::new([0u8; KEY_LEN]);

@@ -84,6 +84,9 @@ impl ApiError {
             E::Conflict(_) => (StatusCode::CONFLICT, "conflict_error", Some("conflict"), None),
             E::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", Some("request_too_large"), None),
             E::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("database_unavailable"), None),
+            E::EnvironmentUnavailable(_) => {
+                (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("environment_unavailable"), None)
+            }
             // `app::Error` is non-exhaustive: anything new is a server error until it has a row.
             _ => (StatusCode::INTERNAL_SERVER_ERROR, "server_error", Some("internal_error"), None),
         }

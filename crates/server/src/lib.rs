@@ -18,6 +18,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod error;
 pub mod extract;
+pub mod forward;
 mod master_key;
 pub mod metrics;
 pub mod multipart;
@@ -71,6 +72,9 @@ pub struct Config {
     pub node_id: Option<String>,
     /// Where other nodes reach this one; default `http://<listen address>`.
     pub advertise: Option<String>,
+    /// What nodes sign their requests to each other with; default derived
+    /// from the master key (which every node of a cluster has).
+    pub cluster_secret: Option<secrets::Secret>,
 }
 
 impl Config {
@@ -90,6 +94,7 @@ impl Config {
             sandbox_limits: sandbox::Limits::default(),
             node_id: None,
             advertise: None,
+            cluster_secret: None,
         }
     }
 }
@@ -167,7 +172,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     };
     let store = open_store(config).await?;
     bootstrap::run(store.as_ref(), config).await?;
-    let cipher = master_key::open_cipher(store.as_ref(), config).await?;
+    let (cipher, derived_secret) = master_key::open_cipher(store.as_ref(), config).await?;
     // A start refused before here (a wrong master key) registers no node.
     let cluster = join_cluster(store.as_ref(), config).await?;
     let credentials = credentials::Credentials::new(Arc::clone(&store), cipher)
@@ -214,6 +219,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     let mut state = AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics);
     if let Some(cluster) = &cluster {
         auth::follow_revocations(&state.keys, cluster.notices());
+        let secret = config.cluster_secret.as_ref().map_or(derived_secret.as_slice(), |s| s.expose().as_bytes());
+        state.peers = Some(Arc::new(forward::Peers::new(secret, config.body_limit)));
     }
     state.cluster = cluster;
     Ok(state)

@@ -4,12 +4,13 @@
 use crate::{Config, StartError};
 use secrets::{Cipher, MasterKey};
 use store::Store;
+use zeroize::Zeroizing;
 
 /// Loads the master key and checks it against the store's key check value.
 /// The key file is created (mode 0600) only on a database that has no key
 /// check yet; a wrong key, or a missing key file for existing data, is an
 /// error.
-pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<Cipher, StartError> {
+pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<(Cipher, Zeroizing<[u8; 32]>), StartError> {
     let existing = store.master_key_check().await?;
     let key_file = config.master_key_file.clone().unwrap_or_else(|| config.data_dir.join(secrets::KEY_FILE));
     let (key, created) = MasterKey::load(config.master_key.as_ref(), &key_file, existing.is_none())?;
@@ -22,5 +23,5 @@ pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<Cipher, S
         None => store.init_master_key_check(&cipher.key_check()?).await?,
     };
     cipher.verify_key_check(&check)?;
-    Ok(cipher)
+    Ok((cipher, key.derive("rebyte cluster secret")))
 }

@@ -12,10 +12,12 @@ pub struct AppState {
     pub metrics: Arc<Metrics>,
     /// This node's membership of a cluster (PostgreSQL); `None` on SQLite.
     pub cluster: Option<Arc<store::Cluster>>,
+    /// How this node signs and checks requests between nodes (in a cluster).
+    pub peers: Option<Arc<crate::forward::Peers>>,
 }
 
 impl AppState {
     pub fn new(app: app::App, work: Arc<telemetry::Metrics>) -> Self {
-        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)), cluster: None }
+        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)), cluster: None, peers: None }
     }
 }

@@ -213,16 +213,16 @@ async fn a_key_revoked_on_one_node_stops_working_on_every_node_within_a_second()
     }
 }
 
-/// A `rebyte serve` process on the database of `a`, its first line read.
-fn spawn_node(a: &TestServer, id: &str, toml: &str) -> (std::process::Child, String, tempfile::TempDir) {
+/// A `rebyte serve` process on the database of `a` over the data directory
+/// `dir/data`, its listening line read: the process and its base URL.
+fn spawn_node(a: &TestServer, id: &str, toml: &str, dir: &std::path::Path) -> (std::process::Child, String) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("rebyte.toml");
+    let config = dir.join("rebyte.toml");
     std::fs::write(&config, toml).unwrap();
     let mut child = std::process::Command::new(rebyte_bin())
         .args(["serve", "--listen", "127.0.0.1:0", "--node-id", id])
         .arg("--data-dir")
-        .arg(dir.path().join("data"))
+        .arg(dir.join("data"))
         .arg("--database-url")
         .arg(test_database(a.dir.path()).unwrap())
         .arg("--master-key-file")
@@ -237,7 +237,7 @@ fn spawn_node(a: &TestServer, id: &str, toml: &str) -> (std::process::Child, Str
     let mut line = String::new();
     std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
     let url = line.trim().strip_prefix("rebyte listening on ").expect("the listening line").to_string();
-    (child, url, dir)
+    (child, url)
 }
 
 #[tokio::test]
@@ -252,7 +252,8 @@ async fn a_node_killed_mid_turn_is_survived_by_another() {
     if test_database(a.dir.path()).is_none() {
         return;
     }
-    let (mut doomed, url, _dir) = spawn_node(&a, "doomed", &toml);
+    let dir = tempfile::tempdir().unwrap();
+    let (mut doomed, url) = spawn_node(&a, "doomed", &toml, dir.path());
     let http = reqwest::Client::new();
     let session: Value = http
         .post(format!("{url}/v1/agents/sessions"))
@@ -290,4 +291,105 @@ async fn a_node_killed_mid_turn_is_survived_by_another() {
     for kind in ["agent.session.created", "agent.session.turn.created", "agent.session.turn.failed"] {
         assert!(kinds.contains(&kind.to_string()), "{kind} in {kinds:?}");
     }
+}
+
+#[tokio::test]
+async fn an_environment_is_served_by_its_node_and_unavailable_while_that_node_is_gone() {
+    use base64::Engine as _;
+    let model = ModelServer::with_script([Step::text("ok")]).await.unwrap();
+    model.set_looping(true);
+    let toml = models_toml(&model);
+    let a = TestServer::start_with(|c| {
+        c.models_toml = Some(toml.clone());
+        c.node_id = Some("keeper".into());
+    })
+    .await;
+    if test_database(a.dir.path()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (mut home, url) = spawn_node(&a, "home", &toml, dir.path());
+    let http = reqwest::Client::new();
+    let created = http
+        .post(format!("{url}/v1/agents/environments"))
+        .bearer_auth(&a.key)
+        .json(&json!({"environment": {"type": "openai_hosted"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let env: Value = created.json().await.unwrap();
+    let id = env["id"].as_str().unwrap().to_string();
+    let files = format!("/v1/agents/environments/{id}/files");
+
+    // A file written through a lands in home's sandbox; either node lists it.
+    let data = base64::engine::general_purpose::STANDARD.encode("hello");
+    let (status, file) = a.post(&files, json!({"type": "inline", "path": "/workspace/a.txt", "data": data})).await;
+    assert_eq!(status, StatusCode::OK, "{file}");
+    let (_, through_a) = a.get(&files).await;
+    let through_home: Value =
+        http.get(format!("{url}{files}")).bearer_auth(&a.key).send().await.unwrap().json().await.unwrap();
+    assert_eq!(through_a, through_home);
+    assert_eq!(through_a["data"][0]["path"], "/workspace/a.txt", "{through_a}");
+    assert!(dir.path().join("data/environments").join(&id).join("workspace/a.txt").exists(), "on home's disk");
+    assert!(!a.dir.path().join("environments").join(&id).exists(), "not on a's");
+    // A forged forward is refused.
+    let forged = http
+        .get(a.url(&files))
+        .bearer_auth(&a.key)
+        .header("x-rebyte-node", "home")
+        .header("x-rebyte-node-time", "0")
+        .header("x-rebyte-node-signature", "00")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(forged.status(), StatusCode::UNAUTHORIZED);
+
+    // A session on it, whose input a takes, runs its turn on home.
+    let session =
+        a.session(json!({"agent": {"model": "m"}, "environment": {"type": "reference", "environment_id": id}})).await;
+    let sid = session["id"].as_str().unwrap().to_string();
+    let turn = a.send(&sid, "hi").await;
+    assert_eq!(a.wait_turn(&sid, &turn).await["status"], "completed");
+
+    // home is killed: the environment is unavailable, naming its node, and the session says so.
+    home.kill().unwrap();
+    home.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let gone = loop {
+        let answer = a.get(&files).await;
+        if answer.0 != StatusCode::OK {
+            break answer;
+        }
+        assert!(Instant::now() < deadline, "home is still taken for alive");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(gone.0, StatusCode::SERVICE_UNAVAILABLE, "{}", gone.1);
+    // Until its heartbeat is overdue, home is unreachable rather than known gone: a waits for that.
+    while a.get("/readyz").await.1["nodes"].as_array().unwrap().iter().any(|n| n["id"] == "home" && n["alive"] == true)
+    {
+        assert!(Instant::now() < deadline, "home is still taken for alive");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(gone.1["error"]["code"], "environment_unavailable");
+    assert!(gone.1["error"]["message"].as_str().unwrap().contains("node 'home'"), "{}", gone.1);
+    let body = json!({"events": [{"type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "again"}]}]}]});
+    let (status, refused) = a.post(&format!("/v1/agents/sessions/{sid}/events"), body).await;
+    assert_eq!(
+        (status, refused["error"]["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("environment_unavailable"))
+    );
+    let kinds = types(&a.events(&sid).await);
+    assert!(kinds.contains(&"agent.session.environment.disconnected".to_string()), "{kinds:?}");
+
+    // home comes back (its id, its data directory): so do the environment and its file.
+    let (mut back, _url) = spawn_node(&a, "home", &toml, dir.path());
+    let (status, listed) = a.get(&files).await;
+    assert_eq!(status, StatusCode::OK, "{listed}");
+    assert_eq!(listed["data"][0]["path"], "/workspace/a.txt");
+    let turn = a.send(&sid, "back").await;
+    assert_eq!(a.wait_turn(&sid, &turn).await["status"], "completed");
+    back.kill().unwrap();
+    back.wait().unwrap();
 }

@@ -97,8 +97,15 @@ impl Cluster {
         Ok(done.rows_affected())
     }
 
-    /// Ends this node's leases now (a clean stop, or a start after a crash:
-    /// the process that held them is gone), for [`Cluster::take_expired`].
+    /// Drops the leases held under this node's id: at start, they are the
+    /// previous process's (whose turns the caller has settled).
+    pub async fn drop_own_leases(&self) -> Result<()> {
+        sqlx::query("DELETE FROM session_leases WHERE node_id = $1").bind(&self.node.id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Ends this node's leases now (a clean stop: its running turns are
+    /// abandoned), for the other nodes' [`Cluster::take_expired`].
     pub(crate) async fn expire_own_leases(&self) -> Result<()> {
         sqlx::query("UPDATE session_leases SET expires_at = now() - interval '1 second' WHERE node_id = $1")
             .bind(&self.node.id)
@@ -134,20 +141,21 @@ impl Cluster {
 
     /// Sessions whose inbox has waited longer than `age` with no node
     /// holding their lease (its holder released it as the request arrived).
-    pub async fn orphaned_inboxes(&self, age: Duration) -> Result<Vec<SessionId>> {
-        let rows: Vec<(String,)> = sqlx::query_as(
-            "SELECT DISTINCT session_id FROM session_inbox i WHERE created_at < now() - make_interval(secs => $1) \
+    pub async fn orphaned_inboxes(&self, age: Duration) -> Result<Vec<(SessionId, String)>> {
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT DISTINCT session_id, org_id FROM session_inbox i WHERE created_at < now() - make_interval(secs => $1) \
              AND NOT EXISTS (SELECT 1 FROM session_leases l WHERE l.session_id = i.session_id) LIMIT 100",
         )
         .bind(age.as_secs_f64())
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows.into_iter().filter_map(|(s,)| SessionId::parse(&s)).collect())
+        Ok(rows.into_iter().filter_map(|(s, org)| Some((SessionId::parse(&s)?, org))).collect())
     }
 
     /// Leaves a request (`doc`, the engine's) in the inbox of `session` and
-    /// tells the node that runs it; the request's id comes back with its answer.
-    pub async fn push(&self, session: SessionId, org_id: &str, doc: &str) -> Result<i64> {
+    /// tells the node that runs it (or `target`, the only one that may); the
+    /// request's id comes back with its answer.
+    pub async fn push(&self, session: SessionId, org_id: &str, doc: &str, target: Option<&str>) -> Result<i64> {
         let (id,): (i64,) = sqlx::query_as(
             "WITH r AS (INSERT INTO session_inbox (session_id, org_id, doc) VALUES ($1, $2, $3) RETURNING id) \
              SELECT id FROM r, LATERAL (SELECT pg_notify($4, $5)) n",
@@ -156,7 +164,11 @@ impl Cluster {
         .bind(org_id)
         .bind(doc)
         .bind(super::notices::CHANNEL)
-        .bind(self.sender.payload(&Notice::Inbox(session)))
+        .bind(self.sender.payload(&Notice::Inbox {
+            session,
+            org: org_id.to_string(),
+            target: target.map(String::from),
+        }))
         .fetch_one(&self.pool)
         .await?;
         Ok(id)

@@ -132,8 +132,6 @@ impl Cluster {
         let cluster = Arc::new(Self { pool, node, slot, instance, peers, sender, sessions, heard, clock_offset });
         // Listening before anything else is announced: nothing committed from here on is missed.
         listen::start(&cluster).await?;
-        // Leases held under this id belong to the process that had it before (gone).
-        cluster.expire_own_leases().await?;
         cluster.heartbeat().await?;
         cluster.announce(&Notice::Joined).await?;
         Ok(cluster)
@@ -228,6 +226,11 @@ impl Cluster {
             .execute(&self.pool)
             .await?;
         Ok(())
+    }
+
+    /// The registered node `id`, if any.
+    pub async fn node_view(&self, id: &str) -> Result<Option<NodeView>> {
+        Ok(self.nodes().await?.into_iter().find(|n| n.id == id))
     }
 
     /// Every registered node, by id.

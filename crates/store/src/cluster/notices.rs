@@ -25,8 +25,9 @@ pub enum Notice {
     Session(SessionId),
     /// API keys changed (a revocation).
     Keys,
-    /// A request for the node running a session waits in its inbox.
-    Inbox(SessionId),
+    /// A request for the node running a session waits in its inbox; for
+    /// `target` when only that node may run it (its environment lives there).
+    Inbox { session: SessionId, org: String, target: Option<String> },
     /// The answer to inbox request `request`.
     Reply { request: i64, outcome: String },
     /// A node joined the cluster.
@@ -60,7 +61,13 @@ impl Heard {
             }
             "s" => Notice::Session(SessionId::parse(rest)?),
             "k" => Notice::Keys,
-            "q" => Notice::Inbox(SessionId::parse(rest)?),
+            "q" => {
+                let mut words = rest.split(' ');
+                let session = SessionId::parse(words.next()?)?;
+                let org = words.next()?.to_string();
+                let target = words.next().filter(|t| !t.is_empty()).map(String::from);
+                Notice::Inbox { session, org, target }
+            }
             "r" => {
                 let (request, outcome) = rest.split_once(' ')?;
                 Notice::Reply { request: request.parse().ok()?, outcome: outcome.to_string() }
@@ -79,7 +86,9 @@ pub(crate) fn payload(slot: i32, notice: &Notice) -> String {
         Notice::Events { session, seq } => format!("{from} e {session} {seq}"),
         Notice::Session(session) => format!("{from} s {session}"),
         Notice::Keys => format!("{from} k"),
-        Notice::Inbox(session) => format!("{from} q {session}"),
+        Notice::Inbox { session, org, target } => {
+            format!("{from} q {session} {org} {}", target.as_deref().unwrap_or(""))
+        }
         Notice::Reply { request, outcome } => {
             let mut cut = outcome.len().min(MAX_REPLY);
             while !outcome.is_char_boundary(cut) {
@@ -135,7 +144,8 @@ mod tests {
             Notice::Events { session, seq: 123_456 },
             Notice::Session(session),
             Notice::Keys,
-            Notice::Inbox(session),
+            Notice::Inbox { session, org: "org_1".into(), target: None },
+            Notice::Inbox { session, org: "org_1".into(), target: Some("node-1".into()) },
             Notice::Reply { request: 7, outcome: r#"{"ok":"a b"}"#.into() },
             Notice::Joined,
         ];

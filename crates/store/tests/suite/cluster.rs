@@ -52,8 +52,9 @@ async fn a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_comm
     assert_eq!(c.holder(id).await.unwrap().as_deref(), Some("a"), "a stale release keeps the lease");
 
     // c's request reaches a through the inbox; a's answer reaches c.
-    let request = c.push(id, &org_id, r#"{"op":1}"#).await.unwrap();
-    let heard = hear(&mut a_hears, |h| h.notice == Notice::Inbox(id)).await;
+    let request = c.push(id, &org_id, r#"{"op":1}"#, Some("a")).await.unwrap();
+    let heard = hear(&mut a_hears, |h| matches!(&h.notice, Notice::Inbox { session, .. } if *session == id)).await;
+    assert_eq!(heard.notice, Notice::Inbox { session: id, org: org_id.clone(), target: Some("a".into()) });
     assert_eq!(heard.from, Some(c.slot()));
     let taken = a.take_inbox(id).await.unwrap();
     assert_eq!(taken, [InboxEntry { id: request, org_id: org_id.clone(), doc: r#"{"op":1}"#.into() }]);
@@ -62,7 +63,7 @@ async fn a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_comm
     let heard = hear(&mut c_hears, |h| matches!(h.notice, Notice::Reply { .. })).await;
     assert_eq!(heard.notice, Notice::Reply { request, outcome: r#"{"ok":"x y"}"#.into() });
     // A release with a request waiting says so; the lease is free then.
-    c.push(id, &org_id, "{}").await.unwrap();
+    c.push(id, &org_id, "{}", None).await.unwrap();
     assert!(a.release(id, second.epoch).await.unwrap());
     assert_eq!(c.holder(id).await.unwrap(), None);
     assert!(c.acquire(id).await.unwrap().unwrap().epoch > second.epoch);
