@@ -72,6 +72,7 @@ fn record(id: &EnvironmentId, skilled: bool) -> EnvironmentRecord {
             Vec::new()
         },
         setup_log: None,
+        node: None,
         setup: None,
         vault_ids: Vec::new(),
     }

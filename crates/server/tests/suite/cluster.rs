@@ -25,16 +25,22 @@ async fn second_node(a: &TestServer, id: &str, toml: Option<String>) -> TestServ
     .await
 }
 
-/// Two nodes sharing `model`; `None` on SQLite.
-async fn two_nodes(model: &ModelServer) -> Option<(TestServer, TestServer)> {
-    let toml = models_toml(model);
-    let first = toml.clone();
+/// The first node, `id`, with the models of `toml`; `None` on SQLite.
+async fn first_node(id: &str, toml: &str) -> Option<TestServer> {
+    let (id, toml) = (id.to_string(), toml.to_string());
     let a = TestServer::start_with(|c| {
-        c.models_toml = Some(first);
-        c.node_id = Some("node-a".into());
+        c.models_toml = Some(toml);
+        c.node_id = Some(id);
     })
     .await;
     test_database(a.dir.path())?;
+    Some(a)
+}
+
+/// Two nodes sharing `model`; `None` on SQLite.
+async fn two_nodes(model: &ModelServer) -> Option<(TestServer, TestServer)> {
+    let toml = models_toml(model);
+    let a = first_node("node-a", &toml).await?;
     let b = second_node(&a, "node-b", Some(toml)).await;
     Some((a, b))
 }
@@ -244,14 +250,7 @@ fn spawn_node(a: &TestServer, id: &str, toml: &str, dir: &std::path::Path) -> (s
 async fn a_node_killed_mid_turn_is_survived_by_another() {
     let model = ModelServer::with_script([Step::stall(), Step::text("after the loss")]).await.unwrap();
     let toml = models_toml(&model);
-    let a = TestServer::start_with(|c| {
-        c.models_toml = Some(toml.clone());
-        c.node_id = Some("survivor".into());
-    })
-    .await;
-    if test_database(a.dir.path()).is_none() {
-        return;
-    }
+    let Some(a) = first_node("survivor", &toml).await else { return };
     let dir = tempfile::tempdir().unwrap();
     let (mut doomed, url) = spawn_node(&a, "doomed", &toml, dir.path());
     let http = reqwest::Client::new();
@@ -299,14 +298,7 @@ async fn an_environment_is_served_by_its_node_and_unavailable_while_that_node_is
     let model = ModelServer::with_script([Step::text("ok")]).await.unwrap();
     model.set_looping(true);
     let toml = models_toml(&model);
-    let a = TestServer::start_with(|c| {
-        c.models_toml = Some(toml.clone());
-        c.node_id = Some("keeper".into());
-    })
-    .await;
-    if test_database(a.dir.path()).is_none() {
-        return;
-    }
+    let Some(a) = first_node("keeper", &toml).await else { return };
     let dir = tempfile::tempdir().unwrap();
     let (mut home, url) = spawn_node(&a, "home", &toml, dir.path());
     let http = reqwest::Client::new();

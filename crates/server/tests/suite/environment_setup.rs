@@ -5,7 +5,6 @@
 
 use crate::support::{TestServer, open_stream, read_until};
 use base64::Engine as _;
-use futures::StreamExt;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::Duration;

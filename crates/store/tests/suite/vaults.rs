@@ -109,6 +109,7 @@ fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecor
         vault_ids: Vec::new(),
         setup: None,
         skills: Vec::new(),
+        node: Some("node-1".into()),
     }
 }
 
