@@ -13,8 +13,8 @@
 //! reported unavailable: the journal keeps it queued and tries again, so a
 //! restart of PostgreSQL loses no write and leaves no turn unfinished.
 //!
-//! Once the process is a node of a cluster, the statement also announces
-//! what it committed (each session's last event, the sessions whose state
+//! Once the process is a node of a cluster with other nodes running, the
+//! statement also announces what it committed (each session's last event, the sessions whose state
 //! changed) with `pg_notify`, delivered to the other nodes at its commit.
 
 use crate::cluster::notices::{CHANNEL, Notice, Sender};
@@ -126,7 +126,7 @@ impl BatchWriter for PgWriter {
 /// that also writes them back.
 async fn commit(conn: &mut PgConnection, writes: &[Write], sender: &Sender) -> std::result::Result<(), sqlx::Error> {
     let mut rows = Rows::of(writes)?;
-    if sender.joined() {
+    if sender.announces_commits() {
         rows.notices = notices(writes, sender);
     }
     if rows.states.is_empty() {

@@ -57,6 +57,7 @@ impl Cluster {
             Notice::Missed => self.sessions.clear(),
             Notice::Joined if !own => {
                 self.peers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.sender.set_peers(true);
             }
             _ => {}
         }

@@ -175,6 +175,7 @@ impl Cluster {
         .await?;
         let peers = usize::try_from(peers).unwrap_or(0);
         self.peers.store(peers, Ordering::Relaxed);
+        self.sender.set_peers(peers > 0);
         self.renew_leases().await?;
         if renewed == 0 {
             return Err(Error::Conflict(format!(

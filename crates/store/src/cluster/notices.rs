@@ -9,7 +9,7 @@
 //! listeners re-read what they follow.
 
 use protocol::ids::SessionId;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 /// The channel every node listens on.
 pub const CHANNEL: &str = "rebyte";
@@ -106,11 +106,13 @@ pub(crate) fn payload(slot: i32, notice: &Notice) -> String {
 #[derive(Debug)]
 pub(crate) struct Sender {
     slot: AtomicI32,
+    /// Whether other nodes run (someone hears what the journal commits).
+    peers: AtomicBool,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Self { slot: AtomicI32::new(-1) }
+        Self { slot: AtomicI32::new(-1), peers: AtomicBool::new(false) }
     }
 }
 
@@ -123,9 +125,15 @@ impl Sender {
         self.slot.load(Ordering::Relaxed)
     }
 
-    /// Whether this process is a node (only nodes announce what the journal commits).
-    pub(crate) fn joined(&self) -> bool {
-        self.slot() >= 0
+    /// Whether the journal's commits are announced: by a node, while other
+    /// nodes run (a node that joins says so first, so none of its
+    /// subscribers misses a commit announced after it).
+    pub(crate) fn announces_commits(&self) -> bool {
+        self.slot() >= 0 && self.peers.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_peers(&self, peers: bool) {
+        self.peers.store(peers, Ordering::Relaxed);
     }
 
     pub(crate) fn payload(&self, notice: &Notice) -> String {
