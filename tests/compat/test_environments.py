@@ -400,6 +400,29 @@ def test_a_reference_carries_only_type_and_environment_id(org_client, extra, par
     assert org_client.beta.agents.environments.retrieve(env.id).to_dict()["lifetime"] == "shared"
 
 
+def test_the_clients_typed_sharing_is_exactly_the_reference(org_client):
+    """Issue 15: the client's `{"type": "openai_hosted", "environment_id": …}` attaches an existing
+    environment as `reference` does, and refuses configuration beside the id by name."""
+    c = org_client
+    owner = session(c, hosted())
+    env_id = owner.environment.id
+    member = session(c, hosted(environment_id=env_id))
+    assert (member.environment.type, member.environment.id) == ("openai_hosted", env_id)
+    assert conforms(member)["environment"] == conforms(c.beta.agents.sessions.retrieve(owner.id))["environment"]
+    assert c.beta.agents.environments.retrieve(env_id).to_dict()["lifetime"] == "shared"
+    with pytest.raises(openai.BadRequestError) as e:
+        session(c, hosted(environment_id=env_id, setup_commands=[{"command": "true"}]))
+    assert error_of(e.value)["param"] == "environment.setup_commands"
+    assert "no configuration beside it" in error_of(e.value)["message"]
+    with pytest.raises(openai.NotFoundError):
+        session(c, hosted(environment_id="env_" + "0" * 32))
+    assert {s.id for s in c.beta.agents.sessions.list().data} == {owner.id, member.id}, "nothing else was created"
+    # The owner's deletion leaves the shared environment to the member.
+    c.beta.agents.sessions.delete(owner.id)
+    assert c.beta.agents.environments.retrieve(env_id).id == env_id
+    c.beta.agents.sessions.delete(member.id)
+
+
 def test_a_reference_needs_an_environment_id(org_client):
     with pytest.raises(openai.BadRequestError) as e:
         session(org_client, {"type": "reference"})

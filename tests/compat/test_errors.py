@@ -294,6 +294,33 @@ def test_the_clients_automations_and_subagents_are_refused_by_name(client):
     )
 
 
+@pytest.mark.parametrize(
+    "kind, feature",
+    [("web_search", "web search"), ("computer_use", "computer use"), ("automations", "automations")],
+)
+def test_tools_this_server_does_not_offer_are_refused_by_name(org_client, kind, feature):
+    """Issue 15: out-of-scope tools of the client's types answer a 400 naming the feature, and nothing is created."""
+    with pytest.raises(openai.BadRequestError) as e:
+        org_client.beta.agents.create(model="gpt-test", tools=[{"type": kind}])
+    err = e.value.body
+    assert err["param"] == "tools[0].type", err
+    assert err["message"].startswith(f"Invalid value for 'tools[0].type': {feature} (`{kind}`) is not supported by this server"), err
+    assert org_client.beta.agents.list().data == []
+
+
+def test_environment_templates_and_traces_are_refused_by_name(client):
+    """Issue 15: the client's environment templates and session traces answer a 404 naming the feature."""
+    with pytest.raises(openai.NotFoundError) as e:
+        client.beta.agents.environments.templates.list()
+    assert e.value.body["message"] == (
+        "No route for GET /v1/agents/environments/templates: environment templates are not supported by this server."
+    )
+    session = client.beta.agents.sessions.create(agent={"model": "gpt-test"}, environment={"type": "none"})
+    with pytest.raises(openai.NotFoundError) as e:
+        client.beta.agents.sessions.traces.list(session.id)
+    assert "session traces are not supported by this server" in e.value.body["message"]
+
+
 def test_a_json_array_body_is_400(org_client):
     """Issue 2: "wrong types … each answered with the right 4xx"."""
     with pytest.raises(openai.BadRequestError):

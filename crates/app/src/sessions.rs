@@ -145,6 +145,18 @@ impl Service<'_> {
     async fn attach(&self, param: &EnvironmentParam) -> Result<Attach> {
         match param {
             EnvironmentParam::None => Ok(Attach::None),
+            // The client's own way to share: exactly the Rebyte reference.
+            EnvironmentParam::OpenaiHosted(config) if config.environment_id.is_some() => {
+                let mut rest = (**config).clone();
+                let id = rest.environment_id.take().unwrap_or_default();
+                if let Some(field) = configured(&rest) {
+                    return Err(Error::invalid(
+                        format!("environment.{field}"),
+                        "an environment_id attaches an existing environment as it is: send no configuration beside it",
+                    ));
+                }
+                self.attach_reference(&id).await
+            }
             EnvironmentParam::OpenaiHosted(config) => {
                 let mut config = (**config).clone();
                 let mut prepared = self.app.environments(self.org).prepare("environment", &mut config).await?;
@@ -153,23 +165,26 @@ impl Service<'_> {
                 env.skills = std::mem::take(&mut prepared.skills);
                 Ok(Attach::Inline(env, prepared))
             }
-            EnvironmentParam::Reference(r) => {
-                let env = self.app.environments(self.org).named(&r.environment_id).await?;
-                match env.status {
-                    EnvironmentStatus::Initializing => Err(Error::Conflict(format!(
-                        "environment '{}' is running its setup; create the session when it finishes",
-                        env.id
-                    ))),
-                    EnvironmentStatus::Failed => Err(Error::Conflict(format!(
-                        "environment '{}' failed to initialize and cannot take new sessions",
-                        env.id
-                    ))),
-                    _ => Ok(Attach::Reference(env)),
-                }
-            }
+            EnvironmentParam::Reference(r) => self.attach_reference(&r.environment_id).await,
             EnvironmentParam::SelfHosted(_) => {
                 Err(Error::unsupported("environment.type", "self_hosted environments are not offered by this server"))
             }
+        }
+    }
+
+    /// An existing environment a new session shares (by reference).
+    async fn attach_reference(&self, raw_id: &str) -> Result<Attach> {
+        let env = self.app.environments(self.org).named(raw_id).await?;
+        match env.status {
+            EnvironmentStatus::Initializing => Err(Error::Conflict(format!(
+                "environment '{}' is running its setup; create the session when it finishes",
+                env.id
+            ))),
+            EnvironmentStatus::Failed => Err(Error::Conflict(format!(
+                "environment '{}' failed to initialize and cannot take new sessions",
+                env.id
+            ))),
+            _ => Ok(Attach::Reference(env)),
         }
     }
 
@@ -335,4 +350,11 @@ impl Service<'_> {
 
 fn inline_agent() -> SessionAgent {
     SessionAgent { id: INLINE_AGENT_ID.into(), version: None, name: None, config: AgentConfig::default() }
+}
+
+/// The first field an environment configuration sets, if any.
+fn configured(config: &protocol::environment::EnvironmentConfig) -> Option<String> {
+    let value = serde_json::to_value(config).ok()?;
+    let fields = value.as_object()?;
+    fields.iter().find(|(_, v)| !v.is_null()).map(|(k, _)| k.clone())
 }

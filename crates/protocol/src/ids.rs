@@ -151,7 +151,7 @@ uuid_id!(
 pub struct EnvironmentId(String);
 
 impl EnvironmentId {
-    const PREFIX: &'static str = "env_";
+    pub const PREFIX: &'static str = "env_";
 
     /// A new random environment id.
     #[allow(clippy::new_without_default)]

@@ -12,12 +12,29 @@ pub fn split<'de, D: serde::Deserializer<'de>>(
     d: D,
     variants: &'static [&'static str],
 ) -> Result<(String, Value), D::Error> {
+    split_refusing(d, variants, &[])
+}
+
+/// [`split`], naming the feature of a `type` this server knows and does not
+/// offer (`(type, feature)` in `refused`) rather than calling it unknown.
+pub fn split_refusing<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    variants: &'static [&'static str],
+    refused: &[(&str, &str)],
+) -> Result<(String, Value), D::Error> {
     let mut object = Map::<String, Value>::deserialize(d)?;
     let kind = match object.remove("type") {
         Some(Value::String(kind)) => kind,
         Some(_) => return Err(D::Error::custom("at `type`: expected a string")),
         None => return Err(D::Error::missing_field("type")),
     };
+    let supported = || variants.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ");
+    if let Some((_, feature)) = refused.iter().find(|(k, _)| *k == kind) {
+        return Err(D::Error::custom(format_args!(
+            "at `type`: {feature} (`{kind}`) is not supported by this server; supported: {}",
+            supported()
+        )));
+    }
     if !variants.contains(&kind.as_str()) {
         return Err(D::Error::custom(format_args!(
             "at `type`: unknown variant `{kind}`, expected one of {}",

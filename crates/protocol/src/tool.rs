@@ -221,10 +221,26 @@ struct StdioFields {
     env_vars: Option<Vec<String>>,
 }
 
+/// Tool types of the client's API this server does not offer, by the feature's name.
+pub const REFUSED_TOOLS: &[(&str, &str)] = &[
+    ("web_search", "web search"),
+    ("web_search_preview", "web search"),
+    ("computer_use", "computer use"),
+    ("computer", "computer use"),
+    ("computer_use_preview", "computer use"),
+    ("automations", "automations"),
+    ("file_search", "file search"),
+    ("image_generation", "image generation"),
+    ("code_interpreter", "the code interpreter"),
+    ("local_shell", "the local shell tool"),
+    ("apply_patch", "the apply-patch tool"),
+    ("custom", "custom (free-form) tools"),
+];
+
 impl<'de> Deserialize<'de> for ToolParam {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         const KINDS: [&str; 5] = ["function", "mcp", "dynamic_workflow", "programmatic_tool_calling", "tool_search"];
-        let (kind, rest) = crate::tagged::split::<D>(d, &KINDS)?;
+        let (kind, rest) = crate::tagged::split_refusing::<D>(d, &KINDS, REFUSED_TOOLS)?;
         match kind.as_str() {
             "function" => crate::tagged::variant::<FunctionTool, D>(rest).map(ToolParam::Function),
             "dynamic_workflow" => crate::tagged::variant::<NoFields, D>(rest).map(|_| ToolParam::DynamicWorkflow),

@@ -1,6 +1,7 @@
 //! What answers when no handler does: a path the router lacks (404 naming
 //! the method and path), a method the route lacks (405), and the parts of the
-//! client's API this server refuses by name (automations, subagents).
+//! client's API this server refuses by name (automations, subagents,
+//! environment templates, traces).
 
 use crate::error::ApiError;
 use axum::extract::{OriginalUri, Request};
@@ -10,8 +11,12 @@ use axum::response::{IntoResponse, Response};
 
 /// The client's API areas this server does not offer, by the path segment
 /// that introduces them, with the name a user knows them by.
-const UNSUPPORTED: &[(&str, &str)] =
-    &[("automations", "automations are"), ("subagents", "subagents (native multi-agent orchestration) are")];
+const UNSUPPORTED: &[(&str, &str)] = &[
+    ("automations", "automations are"),
+    ("subagents", "subagents (native multi-agent orchestration) are"),
+    ("templates", "environment templates are"),
+    ("traces", "session traces are"),
+];
 
 fn no_route(method: &Method, uri: &Uri) -> ApiError {
     let path = uri.path();
@@ -34,11 +39,12 @@ pub async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -
     ApiError::method_not_allowed(format!("{method} is not allowed on {}.", uri.path())).into_response()
 }
 
-/// `/agents/{agent_id}` matches any segment; one that is not an agent id
-/// (`/agents/automations`) names a route this server lacks, not a missing agent.
-pub async fn agent_ids_only(req: Request, next: Next) -> Response {
+/// `/agents/{agent_id}` matches any segment; one that is not an id of
+/// `prefix` (`/agents/automations`, `/agents/environments/templates`) names
+/// a route this server lacks, not a missing agent or environment.
+pub async fn ids_only(prefix: &'static str, req: Request, next: Next) -> Response {
     let segment = req.uri().path().rsplit('/').next().unwrap_or_default();
-    if segment.starts_with(protocol::ids::Kind::Agent.prefix()) {
+    if segment.starts_with(prefix) {
         return next.run(req).await;
     }
     // Nested under `/v1`: the path the caller sent is the original one.

@@ -50,10 +50,11 @@ impl Route {
         self
     }
 
-    /// A last segment that is no agent id (`/v1/agents/automations`) is answered
-    /// as a route this server lacks, not as a missing agent.
-    fn agent_ids_only(mut self) -> Self {
-        self.handlers = self.handlers.route_layer(middleware::from_fn(fallback::agent_ids_only));
+    /// A last segment that is no id of `prefix` (`/v1/agents/automations`) is
+    /// answered as a route this server lacks, not as a missing resource.
+    fn ids_only(mut self, prefix: &'static str) -> Self {
+        let check = move |req, next| fallback::ids_only(prefix, req, next);
+        self.handlers = self.handlers.route_layer(middleware::from_fn(check));
         self
     }
 }
@@ -70,7 +71,7 @@ pub fn table() -> Vec<Route> {
             .get(agents::retrieve)
             .post(agents::update)
             .delete(agents::delete)
-            .agent_ids_only(),
+            .ids_only(protocol::ids::Kind::Agent.prefix()),
         Route::at("/v1/agents/sessions").post(sessions::create).get(sessions::list),
         Route::at("/v1/agents/sessions/{session_id}")
             .get(sessions::retrieve)
@@ -87,7 +88,10 @@ pub fn table() -> Vec<Route> {
             .delete(artifacts::delete),
         Route::at("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content").get(artifacts::content),
         Route::at("/v1/agents/environments").post(environments::create).get(environments::list),
-        Route::at("/v1/agents/environments/{environment_id}").get(environments::retrieve).delete(environments::delete),
+        Route::at("/v1/agents/environments/{environment_id}")
+            .get(environments::retrieve)
+            .delete(environments::delete)
+            .ids_only(protocol::ids::EnvironmentId::PREFIX),
         Route::at("/v1/agents/environments/{environment_id}/files")
             .post(environments::create_file)
             .get(environments::list_files),
