@@ -164,3 +164,27 @@ def test_malformed_conversation_ids_are_refused_naming_the_id(client, bad_id):
 def test_an_unknown_conversation_is_not_found(client):
     with pytest.raises(openai.NotFoundError):
         client.conversations.retrieve("conv_6f1c1f57-6a8e-4c55-9b1a-7d0c4d9b7f10")
+
+
+def test_a_conversation_item_is_retrieved_and_deleted_by_id(org_client):
+    """Issue 15: `conversations.items.retrieve` and `.delete`; the delete answers the conversation."""
+    c = org_client
+    conv = c.conversations.create(
+        items=[
+            {"type": "message", "role": "user", "content": "keep"},
+            {"type": "message", "role": "user", "content": "drop"},
+        ]
+    )
+    listed = list(c.conversations.items.list(conv.id, order="asc"))
+    got = c.conversations.items.retrieve(listed[1].id, conversation_id=conv.id)
+    assert conforms(got) == conforms(listed[1])
+    after = c.conversations.items.delete(listed[1].id, conversation_id=conv.id)
+    assert conforms(after)["id"] == conv.id
+    assert [i.id for i in c.conversations.items.list(conv.id)] == [listed[0].id]
+    with pytest.raises(openai.NotFoundError):
+        c.conversations.items.retrieve(listed[1].id, conversation_id=conv.id)
+    with pytest.raises(openai.NotFoundError):
+        c.conversations.items.delete(listed[1].id, conversation_id=conv.id)
+    other = c.conversations.create()
+    with pytest.raises(openai.NotFoundError):
+        c.conversations.items.retrieve(listed[0].id, conversation_id=other.id)

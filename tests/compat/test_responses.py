@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import openai
 import pytest
 
 from harness import CONV_ID_RE, assert_recent, conforms
@@ -306,3 +307,32 @@ def test_a_failed_response_has_an_error_code_the_client_knows(client, model):
     # The client-known code, with the turn's own code kept in `type`.
     assert (body["error"]["code"], body["error"]["type"]) == ("invalid_prompt", "invalid_request")
     assert conforms(client.responses.retrieve(resp.id))["error"] == body["error"]
+
+
+def test_responses_delete_removes_an_ended_response_and_its_items(client, model):
+    """Issue 15: `responses.delete` deletes the response and its items from the conversation; a running one is 409."""
+    model.script(reply("first"), reply("second"))
+    sid, conv = new_conversation(client)
+    first = client.responses.create(model="gpt-test", conversation=conv, input="one")
+    second = client.responses.create(model="gpt-test", conversation=conv, input="two")
+    assert client.responses.delete(first.id) is None
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(first.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.delete(first.id)
+    texts = [i.content[0].text for i in client.conversations.items.list(conv, order="asc")]
+    assert texts == ["two", "second"], "the deleted response's input and output are gone"
+    assert client.responses.retrieve(second.id).output_text == "second"
+    # The next turn's history no longer holds what was deleted.
+    model.script(reply("third"))
+    client.responses.create(model="gpt-test", conversation=conv, input="three")
+    sent = [m.get("content") for m in model.requests()[-1]["body"]["messages"]]
+    assert "one" not in sent and "first" not in sent and "two" in sent, sent
+    # A running response cannot be deleted.
+    model.script({"type": "stall"})
+    running = client.responses.create(model="gpt-test", conversation=conv, input="wait", background=True)
+    with pytest.raises(openai.ConflictError) as e:
+        client.with_options(max_retries=0).responses.delete(running.id)
+    assert "has not ended" in e.value.body["message"]
+    client.responses.cancel(running.id)
+    assert client.beta.agents.sessions.retrieve(sid).id == sid

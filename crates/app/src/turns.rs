@@ -136,6 +136,49 @@ impl Service<'_> {
     }
 
     /// A session's items, or one turn's.
+    /// One item of a session, or 404.
+    pub async fn item(&self, session_id: SessionId, item_id: &str) -> Result<Item> {
+        let session = self.app.sessions(self.org).get(session_id).await?;
+        let item = self.app.store.get_item(self.org, session.id, item_id).await?;
+        item.ok_or_else(|| Error::not_found("item", item_id))
+    }
+
+    /// Deletes one item from a session's history (409 while a turn of it
+    /// has not ended: the turn reads and extends that history).
+    pub async fn delete_item(&self, session_id: SessionId, item_id: &str) -> Result<()> {
+        let session = self.app.sessions(self.org).get(session_id).await?;
+        self.idle(session.id).await?;
+        if !self.app.store.delete_item(self.org, session.id, item_id).await? {
+            return Err(Error::not_found("item", item_id));
+        }
+        self.app.engine.forget_history(session.id);
+        Ok(())
+    }
+
+    /// Deletes an ended turn with its items (409 for one that has not ended).
+    pub async fn delete(&self, session_id: SessionId, turn_id: TurnId) -> Result<()> {
+        let turn = self.stored(session_id, turn_id).await?;
+        if !turn.status.is_terminal() {
+            return Err(Error::Conflict(format!("'{}' has not ended: cancel it first", turn_id.response())));
+        }
+        self.app.store.delete_turn(self.org, turn.id).await?;
+        self.app.engine.forget_history(session_id);
+        Ok(())
+    }
+
+    /// 409 while a turn of the session has not ended.
+    async fn idle(&self, session_id: SessionId) -> Result<()> {
+        let page = PageRequest { limit: 1, ..Default::default() };
+        let latest = self.app.store.list_turns(self.org, session_id, &page).await?;
+        match latest.items.first() {
+            Some(turn) if !turn.status.is_terminal() => Err(Error::Conflict(format!(
+                "the conversation has a response that has not ended ({}): wait for it or cancel it",
+                turn.id.response()
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     pub async fn items(
         &self,
         session_id: SessionId,

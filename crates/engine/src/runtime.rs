@@ -351,6 +351,12 @@ impl Engine {
         Ok(queued)
     }
 
+    /// Forgets what this node keeps of a session's history (items were
+    /// deleted from it); the next turn reads it from the store.
+    pub fn forget_history(&self, session_id: SessionId) {
+        self.inner.histories.invalidate(session_id);
+    }
+
     /// Stops everything of a deleted session.
     pub fn forget(&self, session_id: SessionId) {
         self.inner.histories.invalidate(session_id);

@@ -178,6 +178,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Page<Item>>;
     /// Every item of one turn, oldest first.
     async fn turn_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<Vec<Item>>;
+    /// One item of a session.
+    async fn get_item(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<Option<Item>>;
+    /// Deletes one item of a session; false when there was none.
+    async fn delete_item(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool>;
+    /// Deletes a turn and its items; false when there was none.
+    async fn delete_turn(&self, org_id: &str, id: TurnId) -> Result<bool>;
     /// The items of a session's finished turns, turn by turn, oldest first:
     /// the history a new turn starts from (input queued for later turns is
     /// left out, as they are not finished).

@@ -154,6 +154,12 @@ impl Service<'_> {
         self.find(response_id).await
     }
 
+    /// Deletes an ended response with its items (409 for one still running).
+    pub async fn delete(&self, response_id: &str) -> Result<()> {
+        let (session, turn) = self.find(response_id).await?;
+        self.app.turns(self.org).delete(session.id, turn.id).await
+    }
+
     /// Every item of a response read by [`Service::find`] or [`Service::get`]
     /// (which made the journal's writes visible), in order.
     pub async fn items(&self, session: &SessionRecord, turn: &Turn) -> Result<Vec<Item>> {

@@ -27,6 +27,12 @@ pub(super) fn add(doc: &mut Doc) {
     );
     doc.add(Op::get(RESPONSE, "retrieveResponse", "Retrieve a response").json(views::response));
     doc.add(
+        Op::delete(RESPONSE, "deleteResponse", "Delete a response")
+            .about("Deletes an ended response and its items from its conversation (409 while it runs).")
+            .json(views::response_deleted)
+            .errors(&[409]),
+    );
+    doc.add(
         Op::post("/v1/responses/{response_id}/cancel", "cancelResponse", "Cancel a response").json(views::response),
     );
     doc.add(
@@ -59,6 +65,18 @@ pub(super) fn add(doc: &mut Doc) {
         Op::post("/v1/conversations/{conversation_id}/items", "createConversationItems", "Add items to a conversation")
             .body(of::<ItemsCreate>)
             .json(views::conversation_item_list),
+    );
+    const ITEM: &str = "/v1/conversations/{conversation_id}/items/{item_id}";
+    doc.add(
+        Op::get(ITEM, "retrieveConversationItem", "Retrieve a conversation's item")
+            .query("include", include(), "Accepted; changes nothing.")
+            .json(views::conversation_item),
+    );
+    doc.add(
+        Op::delete(ITEM, "deleteConversationItem", "Delete a conversation's item")
+            .about("Removes the item from the conversation's history (409 while a response of it runs).")
+            .json(of::<Conversation>)
+            .errors(&[409]),
     );
 }
 

@@ -85,6 +85,19 @@ pub(super) fn conversation_item(g: &mut SchemaGenerator) -> Value {
 }
 
 /// `GET /v1/conversations/{id}/items` and a response's input items.
+/// `{"id": "resp_…", "object": "response", "deleted": true}`.
+pub(super) fn response_deleted(_: &mut SchemaGenerator) -> Value {
+    serde_json::json!({
+        "type": "object",
+        "required": ["id", "object", "deleted"],
+        "properties": {
+            "id": {"type": "string"},
+            "object": {"type": "string", "enum": ["response"]},
+            "deleted": {"type": "boolean", "enum": [true]}
+        }
+    })
+}
+
 pub(super) fn conversation_item_list(g: &mut SchemaGenerator) -> Value {
     let item = conversation_item(g);
     define(g, "ConversationItemList", list_of(item))

@@ -114,3 +114,30 @@ pub async fn list_items(
     let data = page.items.iter().filter_map(view::conversation_item).collect();
     Ok(axum::Json(responses::list(data, page.has_more)))
 }
+
+/// `GET /v1/conversations/{id}/items/{item_id}`.
+pub async fn retrieve_item(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((id, item_id)): Path<(String, String)>,
+    RawQuery(q): RawQuery,
+) -> ApiResult<axum::Json<Value>> {
+    auth.require(Scope::TasksRead)?;
+    ListQuery::parse(q.as_deref(), &["include"])?;
+    let session = load(&state, &auth, &id).await?;
+    let item = state.app.turns(&auth.org_id).item(session.id, &item_id).await?;
+    // Items the Conversations view does not show (a turn's internal steps) are not found here either.
+    view::conversation_item(&item).map(axum::Json).ok_or_else(|| ApiError::not_found("item", &item_id))
+}
+
+/// `DELETE /v1/conversations/{id}/items/{item_id}`: the conversation after.
+pub async fn delete_item(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path((id, item_id)): Path<(String, String)>,
+) -> ApiResult<axum::Json<Conversation>> {
+    auth.require(Scope::TasksWrite)?;
+    let session = load(&state, &auth, &id).await?;
+    state.app.turns(&auth.org_id).delete_item(session.id, &item_id).await?;
+    Ok(axum::Json(Conversation::of(&session)))
+}

@@ -169,6 +169,12 @@ pub async fn retrieve(
     Ok(axum::Json(render(&state, &auth, &session, &turn, false).await?))
 }
 
+pub async fn delete(State(state): State<AppState>, auth: Auth, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
+    auth.require(Scope::TasksWrite)?;
+    state.app.responses(&auth.org_id).delete(&id).await?;
+    Ok(axum::Json(serde_json::json!({"id": id, "object": "response", "deleted": true})))
+}
+
 pub async fn cancel(State(state): State<AppState>, auth: Auth, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksWrite)?;
     let (session, turn) = state.app.responses(&auth.org_id).cancel(&id).await?;

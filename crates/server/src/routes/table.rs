@@ -117,7 +117,7 @@ pub fn table() -> Vec<Route> {
             .post(vaults::update_credential)
             .delete(vaults::delete_credential),
         Route::at("/v1/responses").post(responses::create),
-        Route::at("/v1/responses/{response_id}").get(responses::retrieve),
+        Route::at("/v1/responses/{response_id}").get(responses::retrieve).delete(responses::delete),
         Route::at("/v1/responses/{response_id}/cancel").post(responses::cancel),
         Route::at("/v1/responses/{response_id}/input_items").get(responses::input_items),
         Route::at("/v1/conversations").post(conversations::create),
@@ -128,6 +128,9 @@ pub fn table() -> Vec<Route> {
         Route::at("/v1/conversations/{conversation_id}/items")
             .get(conversations::list_items)
             .post(conversations::create_items),
+        Route::at("/v1/conversations/{conversation_id}/items/{item_id}")
+            .get(conversations::retrieve_item)
+            .delete(conversations::delete_item),
         Route::at("/v1/admin/organizations").post(admin::create_organization),
         Route::at("/v1/admin/keys").post(admin::create_key).get(admin::list_keys),
         Route::at("/v1/admin/keys/{key_id}").delete(admin::revoke_key),

@@ -128,6 +128,18 @@ impl<B: Backend> Store for SqlStore<B> {
         self.list_items_impl(org_id, session_id, turn_id, page).await
     }
 
+    async fn get_item(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<Option<Item>> {
+        self.get_item_impl(org_id, session_id, id).await
+    }
+
+    async fn delete_item(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool> {
+        self.delete_item_impl(org_id, session_id, id).await
+    }
+
+    async fn delete_turn(&self, org_id: &str, id: TurnId) -> Result<bool> {
+        self.delete_turn_impl(org_id, id).await
+    }
+
     async fn turn_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<Vec<Item>> {
         self.turn_items_impl(org_id, session_id, turn_id).await
     }

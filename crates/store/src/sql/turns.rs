@@ -51,6 +51,28 @@ impl<B: Backend> SqlStore<B> {
         .await
     }
 
+    pub(crate) async fn get_item_impl(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<Option<Item>> {
+        let sql = Sql::new("SELECT doc FROM items WHERE id = $1 AND session_id = $2 AND org_id = $3")
+            .bind(id)
+            .bind(session_id)
+            .bind(org_id);
+        self.doc(sql).await
+    }
+
+    pub(crate) async fn delete_item_impl(&self, org_id: &str, session_id: SessionId, id: &str) -> Result<bool> {
+        let sql = Sql::new("DELETE FROM items WHERE id = $1 AND session_id = $2 AND org_id = $3")
+            .bind(id)
+            .bind(session_id)
+            .bind(org_id);
+        self.changed(sql).await
+    }
+
+    pub(crate) async fn delete_turn_impl(&self, org_id: &str, id: TurnId) -> Result<bool> {
+        let delete = Sql::new("DELETE FROM turns WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        let items = Sql::new("DELETE FROM items WHERE turn_id = $1 AND org_id = $2").bind(id).bind(org_id);
+        Ok(self.db.transaction(&delete, &[items]).await? > 0)
+    }
+
     pub(crate) async fn turn_items_impl(
         &self,
         org_id: &str,

@@ -10,8 +10,36 @@ contract!(
     events_replay_after_a_sequence_for_their_session_only,
     open_turns_are_those_of_every_organization_not_finished,
     history_holds_finished_turns_only_and_items_page_by_turn,
-    an_idempotency_key_is_claimed_once_per_session_until_released
+    an_idempotency_key_is_claimed_once_per_session_until_released,
+    an_item_is_read_and_deleted_by_id_and_a_turn_with_its_items_in_its_organization_only
 );
+
+async fn an_item_is_read_and_deleted_by_id_and_a_turn_with_its_items_in_its_organization_only(b: &Backend) {
+    let (o1, o2) = (org(b.store.as_ref(), "a").await, org(b.store.as_ref(), "b").await);
+    let session = stored_session(b.store.as_ref(), &o1).await;
+    let (kept, gone) = (turn(session.id, TurnStatus::Completed), turn(session.id, TurnStatus::Completed));
+    let (first, second, third) = (message(kept.id, "one"), message(kept.id, "two"), message(gone.id, "three"));
+    b.commit(vec![
+        turn_write(&o1, &kept),
+        turn_write(&o1, &gone),
+        item_write(&o1, session.id, &first),
+        item_write(&o1, session.id, &second),
+        item_write(&o1, session.id, &third),
+    ])
+    .unwrap();
+    let store = b.store.as_ref();
+    assert_eq!(store.get_item(&o1, session.id, first.id()).await.unwrap(), Some(first.clone()));
+    assert_eq!(store.get_item(&o2, session.id, first.id()).await.unwrap(), None, "another organization's");
+    assert!(!store.delete_item(&o2, session.id, first.id()).await.unwrap());
+    assert!(store.delete_item(&o1, session.id, first.id()).await.unwrap());
+    assert!(!store.delete_item(&o1, session.id, first.id()).await.unwrap(), "once");
+    assert_eq!(store.turn_items(&o1, session.id, kept.id).await.unwrap(), vec![second.clone()]);
+    assert!(!store.delete_turn(&o2, gone.id).await.unwrap());
+    assert!(store.delete_turn(&o1, gone.id).await.unwrap());
+    assert_eq!(store.get_turn(&o1, gone.id).await.unwrap(), None);
+    assert_eq!(store.get_item(&o1, session.id, third.id()).await.unwrap(), None, "its items went with it");
+    assert_eq!(store.history(&o1, session.id).await.unwrap(), vec![second]);
+}
 
 async fn events_replay_after_a_sequence_for_their_session_only(b: &Backend) {
     let org_id = org(b.store.as_ref(), "o").await;
