@@ -96,12 +96,16 @@ def test_a_partial_answer_cut_by_sigkill_is_kept_as_an_incomplete_item(servers, 
     client, sid, turn_id, seen = kill_mid_turn(
         servers, model, reply("partial answer", chunks=2, stall_after=2), settle=True
     )
-    assert types(seen)[-2:] == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
+    assert types(seen)[-3:] == [
+        "agent.session.turn.item.added",
+        "agent.session.turn.content_part.added",
+        "agent.session.turn.output_text.delta",
+    ]
     streamed = "".join(e.delta for e in seen if e.type == "agent.session.turn.output_text.delta")
     assert streamed == "partial", "the model sent the role frame and one delta ('partial') before stalling"
     assert wait_turn(client, sid, turn_id).status == "failed"
     user, partial = client.beta.agents.sessions.turns.items.list(turn_id, session_id=sid, order="asc").data
-    assert (partial.role, partial.status, partial.id) == ("assistant", "incomplete", seen[-2].item.id)
+    assert (partial.role, partial.status, partial.id) == ("assistant", "incomplete", seen[-3].item.id)
     assert [c.text for c in partial.content] == [streamed]
     assert client.beta.agents.sessions.items.list(sid, order="asc").data[1].to_dict() == partial.to_dict()
     # The same item through the Responses API: a failed response whose message is incomplete.
@@ -117,16 +121,19 @@ def test_a_partial_answer_cut_by_sigkill_is_closed_on_the_event_stream(servers, 
     client, sid, turn_id, seen = kill_mid_turn(
         servers, model, reply("partial answer", chunks=2, stall_after=2), settle=True
     )
-    added, delta = seen[-2:]
+    added, part, delta = seen[-3:]
+    assert (part.item_id, part.content_index, part.part.text) == (added.item.id, 0, "")
     after = resume_until_idle(client, sid, delta.event_id)
     assert types(after) == [
         "agent.session.turn.output_text.done",
+        "agent.session.turn.content_part.done",
         "agent.session.turn.item.done",
         "error",
         "agent.session.turn.failed",
         "agent.session.idle",
     ]
-    text_done, item_done = after[:2]
+    text_done, part_done, item_done = after[:3]
+    assert (part_done.item_id, part_done.part.text) == (added.item.id, "partial")
     conforms(text_done)
     conforms(item_done)
     assert (text_done.item_id, text_done.output_index, text_done.content_index, text_done.text) == (
@@ -161,7 +168,11 @@ def test_nothing_reaches_the_stream_before_it_is_committed(servers, model):
             with pytest.raises(openai.APITimeoutError):
                 for event in stream:  # only what was committed before the lock may still arrive
                     got.append(event)
-            model_events = {"agent.session.turn.item.added", "agent.session.turn.output_text.delta"}
+            model_events = {
+                "agent.session.turn.item.added",
+                "agent.session.turn.content_part.added",
+                "agent.session.turn.output_text.delta",
+            }
             assert not [t for t in types(got) if t in model_events], types(got)
             seen += got
             assert first.stop(signal.SIGKILL) == -signal.SIGKILL
@@ -190,10 +201,14 @@ def test_every_event_the_stream_delivered_survives_a_sigkill(servers, model):
         seen = collect(stream, lambda e: e.type == "agent.session.in_progress")
         delivered = collect(stream, lambda e: e.type == "agent.session.turn.output_text.delta")
         assert first.stop(signal.SIGKILL) == -signal.SIGKILL
-    assert types(delivered) == ["agent.session.turn.item.added", "agent.session.turn.output_text.delta"]
+    assert types(delivered) == [
+        "agent.session.turn.item.added",
+        "agent.session.turn.content_part.added",
+        "agent.session.turn.output_text.delta",
+    ]
     client = servers().client()
     replayed = resume_until_idle(client, sid, seen[-1].event_id)
-    assert [(e.event_id, e.type) for e in replayed[:2]] == [(e.event_id, e.type) for e in delivered]
+    assert [(e.event_id, e.type) for e in replayed[:3]] == [(e.event_id, e.type) for e in delivered]
     turn_id = only_turn(client, sid).id
     items = client.beta.agents.sessions.turns.items.list(turn_id, session_id=sid, order="asc").data
     assert [i.id for i in items][1:] == [delivered[0].item.id]

@@ -42,10 +42,12 @@ ONE_TURN = [
     "agent.session.turn.in_progress",
     "agent.session.in_progress",
     "agent.session.turn.item.added",  # the assistant's message, in progress
+    "agent.session.turn.content_part.added",
     "agent.session.turn.output_text.delta",
     "agent.session.turn.output_text.delta",
     "agent.session.turn.output_text.delta",
     "agent.session.turn.output_text.done",
+    "agent.session.turn.content_part.done",
     "agent.session.turn.item.done",
     "agent.session.turn.completed",
     "agent.session.idle",

@@ -158,9 +158,11 @@ impl Recorder {
 
     /// Stores a new output item and announces it together with the first
     /// output `follow` makes of its index, committed at once (see [`Self::emit_now`]).
-    pub fn add_item_now(&mut self, item: Item, follow: impl FnOnce(i64) -> EventBody) -> i64 {
+    pub fn add_item_now(&mut self, item: Item, follow: impl FnOnce(i64) -> Vec<EventBody>) -> i64 {
         let (index, added) = self.added(item);
-        self.emit_now(vec![added, follow(index)]);
+        let mut events = vec![added];
+        events.extend(follow(index));
+        self.emit_now(events);
         index
     }
 

@@ -109,14 +109,7 @@ impl Engine {
                 Item::Message { id, status, content, .. } => {
                     *status = ItemStatus::Incomplete;
                     let text = texts.remove(id.as_str()).unwrap_or_default();
-                    events.push(EventBody::OutputTextDone {
-                        session_id: sid,
-                        turn_id,
-                        item_id: id.clone(),
-                        output_index: index,
-                        content_index: 0,
-                        text: text.clone(),
-                    });
+                    events.extend(crate::turn::text_done(sid, turn_id, id, index, &text));
                     *content = vec![Content::OutputText { text }];
                 }
                 Item::FunctionCall { status, .. }

@@ -153,7 +153,20 @@ impl TurnRun {
                         None => {
                             let id = new_item_id();
                             let item = self.message_item(&id, String::new(), ItemStatus::InProgress, None);
-                            let index = self.rec.add_item_now(item, |index| event(&id, index));
+                            let (session_id, turn_id) = (self.rec.session.id, self.rec.turn.id);
+                            let index = self.rec.add_item_now(item, |index| {
+                                let part = Content::OutputText { text: String::new() };
+                                let item_id = id.clone();
+                                let started = EventBody::ContentPartAdded {
+                                    session_id,
+                                    turn_id,
+                                    item_id,
+                                    output_index: index,
+                                    content_index: 0,
+                                    part,
+                                };
+                                vec![started, event(&id, index)]
+                            });
                             message = Some((id, index));
                         }
                     }
@@ -210,16 +223,9 @@ impl TurnRun {
         phase: Option<Phase>,
     ) -> Result<()> {
         let Some((id, index)) = message else { return Ok(()) };
-        let done = EventBody::OutputTextDone {
-            session_id: self.rec.session.id,
-            turn_id: self.rec.turn.id,
-            item_id: id.clone(),
-            output_index: index,
-            content_index: 0,
-            text: text.clone(),
-        };
+        let done = text_done(self.rec.session.id, self.rec.turn.id, &id, index, &text);
         let item = self.message_item(&id, text, status, phase);
-        self.rec.done_item(item, index, vec![done]).await
+        self.rec.done_item(item, index, done).await
     }
 
     /// Runs one step's tool calls; `Some` when the turn ended while doing so.
@@ -355,4 +361,33 @@ enum Step {
 /// The model's view of a session's stored history.
 pub fn initial_messages(items: &[Item]) -> Vec<Message> {
     history::messages(items)
+}
+
+/// The end of a message's text part: `output_text.done`, then `content_part.done`.
+pub(crate) fn text_done(
+    session_id: protocol::ids::SessionId,
+    turn_id: protocol::ids::TurnId,
+    item_id: &str,
+    output_index: i64,
+    text: &str,
+) -> Vec<EventBody> {
+    let (item_id, text) = (item_id.to_string(), text.to_string());
+    vec![
+        EventBody::OutputTextDone {
+            session_id,
+            turn_id,
+            item_id: item_id.clone(),
+            output_index,
+            content_index: 0,
+            text: text.clone(),
+        },
+        EventBody::ContentPartDone {
+            session_id,
+            turn_id,
+            item_id,
+            output_index,
+            content_index: 0,
+            part: Content::OutputText { text },
+        },
+    ]
 }

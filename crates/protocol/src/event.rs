@@ -67,6 +67,26 @@ pub enum EventBody {
         content_index: i64,
         delta: String,
     },
+    /// An output text part of a message starts (empty; its deltas follow).
+    #[serde(rename = "agent.session.turn.content_part.added")]
+    ContentPartAdded {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        content_index: i64,
+        part: crate::item::Content,
+    },
+    /// An output text part of a message is whole (after its `output_text.done`).
+    #[serde(rename = "agent.session.turn.content_part.done")]
+    ContentPartDone {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        content_index: i64,
+        part: crate::item::Content,
+    },
     #[serde(rename = "agent.session.turn.output_text.done")]
     OutputTextDone {
         session_id: SessionId,
@@ -140,6 +160,8 @@ impl EventBody {
             | EventBody::ItemDone { turn_id, .. }
             | EventBody::OutputTextDelta { turn_id, .. }
             | EventBody::OutputTextDone { turn_id, .. }
+            | EventBody::ContentPartAdded { turn_id, .. }
+            | EventBody::ContentPartDone { turn_id, .. }
             | EventBody::CommandOutputDelta { turn_id, .. } => Some(*turn_id),
             EventBody::EnvironmentPending { turn_id, .. }
             | EventBody::EnvironmentReady { turn_id, .. }
