@@ -150,6 +150,14 @@ impl Recorder {
     }
 
     /// Stores a new output item and announces it; returns its output index.
+    /// Stores an item of the session that is not an output of the turn (a
+    /// function's result, which the caller sent): no output index, no
+    /// `item.added`/`item.done` (the client's output items have no such member);
+    /// `items.list` shows it.
+    pub fn add_session_item(&mut self, item: Item) {
+        self.put_item(&item);
+    }
+
     pub async fn add_item(&mut self, item: Item) -> Result<i64> {
         let (index, added) = self.added(item);
         self.emit(vec![added]).await?;

@@ -71,10 +71,11 @@ impl Engine {
     async fn close_interrupted_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<()> {
         let store = &self.inner.store;
         let items = store.turn_items(org_id, session_id, turn_id).await?;
-        // Output indexes were given to every item but the user's messages, in order.
+        // Output indexes were given to every item but the user's messages and
+        // the functions' results (session items), in order.
         let open: Vec<(i64, Item)> = items
             .into_iter()
-            .filter(|i| !matches!(i, Item::Message { role: Role::User, .. }))
+            .filter(|i| !matches!(i, Item::Message { role: Role::User, .. } | Item::FunctionCallOutput { .. }))
             .enumerate()
             .filter(|(_, i)| {
                 matches!(

@@ -294,7 +294,8 @@ impl TurnRun {
             error: Some(problem.to_string()),
             status: ItemStatus::Failed,
         };
-        self.rec.add_done_item(output).await
+        self.rec.add_session_item(output);
+        Ok(())
     }
 
     /// Announces client function calls, waits for every result, records them.
@@ -342,7 +343,7 @@ impl TurnRun {
             answers.push(Message::tool_result(&call_id, output_text(&result.output, &error)));
             let output =
                 Item::FunctionCallOutput { id: new_item_id(), turn_id, call_id, output: result.output, error, status };
-            self.rec.add_done_item(output).await?;
+            self.rec.add_session_item(output);
             if !pending.is_empty() {
                 let actions = pending.iter().map(|p| p.3.clone()).collect();
                 self.rec.set_status(TurnStatus::Waiting, SessionStatus::RequiresAction, actions).await?;

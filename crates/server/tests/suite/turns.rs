@@ -155,8 +155,17 @@ async fn a_client_function_makes_the_turn_wait_and_its_result_resumes_it() {
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert_eq!(again["error"]["code"], "invalid_request_error");
     assert_eq!(again["error"]["message"], format!("Unknown pending tool call: {call_id}"));
-    let kinds = types(&s.events(sid).await);
+    let events = s.events(sid).await;
+    let kinds = types(&events);
     assert!(kinds.contains(&"agent.session.requires_action".to_string()));
+    // The result is a session item (listed above), not an output item of the turn: no item events.
+    let item_events: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "agent.session.turn.item.added" || e["type"] == "agent.session.turn.item.done")
+        .filter_map(|e| e["item"]["type"].as_str())
+        .collect();
+    assert!(item_events.contains(&"function_call"), "{item_events:?}");
+    assert!(!item_events.contains(&"function_call_output"), "{item_events:?}");
 }
 
 #[tokio::test]
