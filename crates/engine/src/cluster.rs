@@ -293,22 +293,23 @@ impl Engine {
         let (waiting, org_id) = {
             let mut slots = self.slots();
             let org_id = slots.get(&session).map(|s| s.org_id.clone()).unwrap_or_default();
-            let still = slots.get(&session).is_some_and(|s| s.releasing);
-            match &released {
+            let waiting = match &released {
                 // Kept: the lease stays this node's (renewed) until the next operation here.
                 Err(_) => {
                     if let Some(slot) = slots.get_mut(&session) {
                         slot.releasing = false;
                     }
-                    (false, org_id)
+                    false
                 }
+                // Gone, unless an operation took it again meanwhile.
                 Ok(waiting) => {
-                    if still {
+                    if slots.get(&session).is_some_and(|s| s.releasing) {
                         slots.remove(&session);
                     }
-                    (*waiting, org_id)
+                    *waiting
                 }
-            }
+            };
+            (waiting, org_id)
         };
         if let Err(e) = released {
             tracing::warn!(%session, error = %e, "a session's lease could not be given up; kept");

@@ -18,7 +18,6 @@
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, Step};
@@ -66,14 +65,7 @@ impl Cluster {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let url = loop {
-            let line = lines.next().unwrap().unwrap();
-            if let Some(url) = line.strip_prefix("rebyte listening on ") {
-                break url.to_string();
-            }
-        };
-        std::thread::spawn(move || for _ in lines {});
+        let url = test_support::process::listening_url(&mut child);
         Node { child, url, _dir: dir }
     }
 }
@@ -105,6 +97,16 @@ async fn send(http: &reqwest::Client, node: &Node, sid: &str, text: &str) {
     let body = json!({"events": [{"type": "agent.session.input.message",
         "input": [{"role": "user", "content": [{"type": "input_text", "text": text}]}]}]});
     common::post(http, &format!("{}/v1/agents/sessions/{sid}/events", node.url), body).await;
+}
+
+async fn get(http: &reqwest::Client, url: String) -> Value {
+    http.get(url).bearer_auth(KEY).send().await.unwrap().json().await.unwrap()
+}
+
+/// The id of the session's latest turn, as `node` lists it.
+async fn latest_turn(http: &reqwest::Client, node: &Node, sid: &str) -> String {
+    let turns = get(http, format!("{}/v1/agents/sessions/{sid}/turns?limit=1", node.url)).await;
+    turns["data"][0]["id"].as_str().unwrap().to_string()
 }
 
 /// When `events` first shows a text delta, then waits for the turn's end.
@@ -198,51 +200,26 @@ async fn failover_bench(cluster: &Cluster) {
     let survivor = cluster.start("bench-survivor", &model);
     let http = reqwest::Client::new();
     let (mut settled, mut usable) = (Vec::new(), Vec::new());
-    let turn_of = |node: &str, sid: &str, tid: &str| format!("{node}/v1/agents/sessions/{sid}/turns/{tid}");
     for i in 0..kills {
         model.push(Step::stall());
         let doomed = cluster.start(&format!("bench-doomed-{i}"), &model);
         let sid = session(&http, &doomed).await;
         send(&http, &doomed, &sid, "stall").await;
-        let turns: Value = http
-            .get(format!("{}/v1/agents/sessions/{sid}/turns?limit=1", survivor.url))
-            .bearer_auth(KEY)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let tid = turns["data"][0]["id"].as_str().unwrap().to_string();
-        let status = |url: String| {
-            let http = http.clone();
-            async move {
-                let t: Value = http.get(url).bearer_auth(KEY).send().await.unwrap().json().await.unwrap();
-                t["status"].as_str().unwrap_or_default().to_string()
-            }
-        };
-        while status(turn_of(&survivor.url, &sid, &tid)).await != "in_progress" {
+        let tid = latest_turn(&http, &survivor, &sid).await;
+        let status = |tid: &str| get(&http, format!("{}/v1/agents/sessions/{sid}/turns/{tid}", survivor.url));
+        while status(&tid).await["status"] != "in_progress" {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         drop(doomed); // kill -9 and reap
         let killed = Instant::now();
-        while status(turn_of(&survivor.url, &sid, &tid)).await == "in_progress" {
+        while status(&tid).await["status"] == "in_progress" {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         settled.push(killed.elapsed().as_secs_f64());
         model.push(Step::text("after"));
         send(&http, &survivor, &sid, "after").await;
-        let turns: Value = http
-            .get(format!("{}/v1/agents/sessions/{sid}/turns?limit=1", survivor.url))
-            .bearer_auth(KEY)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let next = turns["data"][0]["id"].as_str().unwrap().to_string();
-        while status(turn_of(&survivor.url, &sid, &next)).await != "completed" {
+        let next = latest_turn(&http, &survivor, &sid).await;
+        while status(&next).await["status"] != "completed" {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         usable.push(killed.elapsed().as_secs_f64());

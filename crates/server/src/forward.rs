@@ -78,13 +78,14 @@ fn environment_of(method: &Method, path: &str) -> Option<String> {
 /// The middleware: forwards what belongs to another node, refuses what
 /// belongs to a gone one, and passes the rest (and signed forwards) on.
 pub async fn environments(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    // Every request passes here: the path first, the cluster only for an environment's.
+    let Some(raw_id) = environment_of(request.method(), request.uri().path()) else {
+        return next.run(request).await;
+    };
     let (Some(cluster), Some(peers)) = (state.cluster.clone(), state.peers.clone()) else {
         return next.run(request).await;
     };
     let path = request.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
-    let Some(raw_id) = environment_of(request.method(), request.uri().path()) else {
-        return next.run(request).await;
-    };
     if request.headers().contains_key(SIGNATURE) {
         if peers.verify(request.method(), &path, request.headers()) {
             return next.run(request).await;
@@ -97,7 +98,7 @@ pub async fn environments(State(state): State<AppState>, request: Request, next:
         return next.run(Request::from_parts(parts, body)).await;
     };
     let placement = state.app.environments(&auth.org_id).placement(&raw_id).await;
-    let node = match placement {
+    let (node_id, advertise) = match placement {
         Ok(app::environments::Placement::Elsewhere { node, advertise }) => (node, advertise),
         Ok(app::environments::Placement::Here) | Err(_) => return next.run(Request::from_parts(parts, body)).await,
         Ok(app::environments::Placement::Gone { node }) => {
@@ -108,7 +109,6 @@ pub async fn environments(State(state): State<AppState>, request: Request, next:
             return ApiError(app::Error::EnvironmentUnavailable(message)).into_response();
         }
     };
-    let (node_id, advertise) = node;
     let me = cluster.node().id.clone();
     match forward(&peers, &me, &advertise, &path, parts, body).await {
         Ok(response) => response,

@@ -3,3 +3,4 @@
 pub mod model_server;
 pub mod npm;
 pub mod postgres;
+pub mod process;

@@ -6,7 +6,6 @@
 
 use futures::StreamExt;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Instant;
 use test_support::model_server::ModelServer;
@@ -60,14 +59,7 @@ pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Se
         .spawn()
         .unwrap();
     let stderr = child.stderr.take();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let url = loop {
-        let line = lines.next().unwrap().unwrap();
-        if let Some(url) = line.strip_prefix("rebyte listening on ") {
-            break url.to_string();
-        }
-    };
-    std::thread::spawn(move || for _ in lines {});
+    let url = test_support::process::listening_url(&mut child);
     (Server { child, url, dir }, stderr)
 }
 

@@ -222,7 +222,6 @@ async fn a_key_revoked_on_one_node_stops_working_on_every_node_within_a_second()
 /// A `rebyte serve` process on the database of `a` over the data directory
 /// `dir/data`, its listening line read: the process and its base URL.
 fn spawn_node(a: &TestServer, id: &str, toml: &str, dir: &std::path::Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
     let config = dir.join("rebyte.toml");
     std::fs::write(&config, toml).unwrap();
     let mut child = std::process::Command::new(rebyte_bin())
@@ -239,10 +238,7 @@ fn spawn_node(a: &TestServer, id: &str, toml: &str, dir: &std::path::Path) -> (s
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("rebyte listening on ").expect("the listening line").to_string();
+    let url = test_support::process::listening_url(&mut child);
     (child, url)
 }
 

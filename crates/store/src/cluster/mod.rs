@@ -231,23 +231,33 @@ impl Cluster {
 
     /// The registered node `id`, if any.
     pub async fn node_view(&self, id: &str) -> Result<Option<NodeView>> {
-        Ok(self.nodes().await?.into_iter().find(|n| n.id == id))
+        let node = sqlx::query_as::<_, NodeView>(&views("WHERE node_id = $2"))
+            .bind(NODE_TIMEOUT.as_secs_f64())
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(node)
     }
 
     /// Every registered node, by id.
     pub async fn nodes(&self) -> Result<Vec<NodeView>> {
-        let nodes = sqlx::query_as::<_, NodeView>(&format!(
-            "SELECT node_id AS id, slot, advertise, version, {} AS alive, \
-             (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS heartbeat_age_ms, \
-             extract(epoch FROM started_at)::bigint AS started_at, stopped_at IS NOT NULL AS stopped \
-             FROM nodes ORDER BY node_id",
-            live(1)
-        ))
-        .bind(NODE_TIMEOUT.as_secs_f64())
-        .fetch_all(&self.pool)
-        .await?;
+        let nodes = sqlx::query_as::<_, NodeView>(&views("ORDER BY node_id"))
+            .bind(NODE_TIMEOUT.as_secs_f64())
+            .fetch_all(&self.pool)
+            .await?;
         Ok(nodes)
     }
+}
+
+/// The registrations as [`NodeView`]s, `rest` after the `FROM` ($1: [`NODE_TIMEOUT`] in seconds).
+fn views(rest: &str) -> String {
+    format!(
+        "SELECT node_id AS id, slot, advertise, version, {} AS alive, \
+         (extract(epoch FROM now() - heartbeat_at) * 1000)::bigint AS heartbeat_age_ms, \
+         extract(epoch FROM started_at)::bigint AS started_at, stopped_at IS NOT NULL AS stopped \
+         FROM nodes {rest}",
+        live(1)
+    )
 }
 
 fn local_micros() -> i64 {
