@@ -20,6 +20,19 @@ USAGE = {
     "output_tokens_details": {"reasoning_tokens": 0},
     "total_tokens": 0,
 }
+# A two-delta answer's stream.
+STREAM_TYPES = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.completed",
+]
 TOOL = {
     "type": "function",
     "name": "now",
@@ -48,6 +61,10 @@ def expected_response(resp: dict[str, Any], conversation: str, **fields: Any) ->
         "tool_choice": "auto",
         "tools": [],
         "top_p": None,
+        "max_output_tokens": None,
+        "text": {"format": {"type": "text"}, "verbosity": "medium"},
+        "reasoning": {"effort": None, "summary": None},
+        "service_tier": "auto",
         "background": False,
         "conversation": {"id": conversation},
         "usage": USAGE,
@@ -104,18 +121,7 @@ def test_responses_create_with_stream_yields_the_responses_event_sequence(client
     _, conv = new_conversation(client)
     events = list(client.responses.create(model="gpt-test", conversation=conv, input="go", stream=True,
                                           timeout=STREAM_TIMEOUT))
-    assert [e.type for e in events] == [
-        "response.created",
-        "response.in_progress",
-        "response.output_item.added",
-        "response.content_part.added",
-        "response.output_text.delta",
-        "response.output_text.delta",
-        "response.output_text.done",
-        "response.content_part.done",
-        "response.output_item.done",
-        "response.completed",
-    ]
+    assert [e.type for e in events] == STREAM_TYPES
     for event in events:
         conforms(event)
     assert [e.sequence_number for e in events] == list(range(len(events)))

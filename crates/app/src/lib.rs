@@ -10,7 +10,8 @@
 //!   turns, and the wire items it and Conversations accept),
 //!   [`environments`] (and their files),
 //!   [`artifacts`], [`vaults`] (and their credentials), [`skills`] (and
-//!   their versions), [`files`] (uploaded files).
+//!   their versions), [`files`] (uploaded files), [`idempotency`] (the
+//!   `Idempotency-Key` of creates).
 //! - [`environment_contents`]: an environment's skills and uploaded files,
 //!   resolved and copied when it is created.
 //! - [`error`]: [`Error`], what an operation answers when it cannot be done.
@@ -29,6 +30,7 @@ pub mod environment_contents;
 pub mod environments;
 pub mod error;
 pub mod files;
+pub mod idempotency;
 pub mod keys;
 pub mod mcp_secrets;
 pub mod responses;
@@ -91,6 +93,10 @@ impl App {
 
     pub fn files<'a>(&'a self, org: &'a str) -> files::Service<'a> {
         files::Service { app: self, org }
+    }
+
+    pub fn idempotency<'a>(&'a self, org: &'a str) -> idempotency::Service<'a> {
+        idempotency::Service { app: self, org }
     }
 }
 

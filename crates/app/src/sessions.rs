@@ -18,6 +18,7 @@ use protocol::session::{
     SessionCreate, SessionRecord, SessionUpdate,
 };
 use protocol::turn::Turn;
+use protocol::turn_settings::NewTurn;
 use protocol::validate::{self, Owner};
 use std::sync::Arc;
 use store::{Page, SessionFilter};
@@ -266,7 +267,7 @@ impl Service<'_> {
             self.app.engine.append_messages(self.org, &record, new.items).await?;
         }
         let turn = match new.input {
-            Some(messages) => Some(self.app.turns(self.org).submit(&record, messages, false).await?),
+            Some(messages) => Some(self.app.turns(self.org).submit(&record, messages, NewTurn::plain()).await?),
             None => None,
         };
         Ok(Created { session: record, turn, events })

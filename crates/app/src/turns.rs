@@ -11,6 +11,7 @@ use protocol::item::{Content, InputMessage, Item};
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
 use protocol::turn::Turn;
+use protocol::turn_settings::NewTurn;
 use store::Page;
 
 /// Longest `Idempotency-Key` accepted.
@@ -59,8 +60,8 @@ pub struct Service<'a> {
 
 impl Service<'_> {
     /// Queues one turn's input (committed before this returns).
-    pub async fn submit(&self, session: &SessionRecord, messages: Vec<Vec<Content>>, background: bool) -> Result<Turn> {
-        Ok(self.app.engine.submit_input(self.org, session, messages, background).await?)
+    pub async fn submit(&self, session: &SessionRecord, messages: Vec<Vec<Content>>, new: NewTurn) -> Result<Turn> {
+        Ok(self.app.engine.submit_input(self.org, session, messages, new).await?)
     }
 
     /// Applies a session's input events in order. With an idempotency key,
@@ -88,7 +89,7 @@ impl Service<'_> {
         for p in planned {
             match p {
                 Planned::Message(messages) => {
-                    self.submit(session, messages, false).await?;
+                    self.submit(session, messages, NewTurn::plain()).await?;
                 }
                 Planned::Cancel => {
                     self.app.engine.cancel(self.org, session.id, None).await?;

@@ -14,6 +14,16 @@ const SLOT_BITS: u32 = 6;
 /// (an upper bound of two clocks' disagreement), in microseconds.
 const RECENT_MICROS: i64 = 2_000_000;
 
+/// How much earlier than a record's creation time its events may be
+/// numbered (clocks of nodes disagree; creation times are whole seconds).
+const BEFORE_MARGIN_SECS: i64 = 5;
+
+/// A sequence number below every event of a record created at `unix_secs`:
+/// where reading a turn's events from the store starts.
+pub fn seq_before(unix_secs: i64) -> i64 {
+    (unix_secs - BEFORE_MARGIN_SECS).max(0).saturating_mul(1_000_000) << SLOT_BITS
+}
+
 /// Hands out increasing sequence numbers.
 #[derive(Debug, Default)]
 pub struct Clock {

@@ -17,6 +17,7 @@ use protocol::event::Event;
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, Role};
 use protocol::turn::Turn;
+use protocol::turn_settings::NewTurn;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
@@ -39,7 +40,7 @@ const EARLY_REPLIES: usize = 1024;
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub(crate) enum Op {
-    Input { turn_id: TurnId, messages: Vec<Vec<Content>>, background: bool },
+    Input { turn_id: TurnId, messages: Vec<Vec<Content>>, new: NewTurn },
     Append { turn_id: TurnId, messages: Vec<(Role, Vec<Content>)> },
     Cancel { only: Option<TurnId> },
     ToolResult { turn_id: TurnId, result: ToolResult },
@@ -467,9 +468,9 @@ impl Engine {
                 .ok_or(Error::Invalid("the session was deleted".into()))
         };
         match op {
-            Op::Input { turn_id, messages, background } => {
+            Op::Input { turn_id, messages, new } => {
                 let session = session().await?;
-                self.submit_here(org_id, &session, turn_id, messages, background).await.map(|t| Some(t.id))
+                self.submit_here(org_id, &session, turn_id, messages, new).await.map(|t| Some(t.id))
             }
             Op::Append { turn_id, messages } => {
                 let session = session().await?;

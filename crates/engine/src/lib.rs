@@ -5,7 +5,8 @@
 //!   `submit_tool_result` and `cancel`; each returns as soon as the change is
 //!   committed. One worker task per busy session owns its turns and runs them
 //!   one at a time, in order (a queue pair: submissions in, events out).
-//! - [`turn`]: the loop of one turn (model steps, tool calls, waiting).
+//! - [`turn`]: the loop of one turn (model steps, tool calls, waiting);
+//!   [`output_format`]: its structured output, output limit and effort.
 //! - [`record`]: writes a turn's items and states, then publishes events.
 //! - [`bus`]: persists events and fans them out to live subscribers.
 //! - [`history`]: stored items → the model's messages.
@@ -37,6 +38,7 @@ pub mod mcp_connect;
 pub mod mcp_launch;
 mod mcp_prefetch;
 pub mod mcp_tools;
+pub mod output_format;
 pub mod record;
 mod recovery;
 mod runtime;

@@ -18,6 +18,7 @@ use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, Item, ItemStatus, Role, new_item_id};
 use protocol::session::{SessionRecord, SessionStatus};
 use protocol::turn::{Turn, TurnError, TurnStatus};
+use protocol::turn_settings::NewTurn;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use store::{Store, Write};
@@ -143,14 +144,14 @@ impl Engine {
         org_id: &str,
         session: &SessionRecord,
         messages: Vec<Vec<Content>>,
-        background: bool,
+        new: NewTurn,
     ) -> Result<Turn> {
         let turn_id = TurnId::new();
         if let Held::There(target) = self.hold(org_id, session.id).await? {
-            self.ask(org_id, session.id, Op::Input { turn_id, messages, background }, target).await?;
+            self.ask(org_id, session.id, Op::Input { turn_id, messages, new }, target).await?;
             return self.stored_turn(org_id, turn_id).await;
         }
-        let done = self.submit_here(org_id, session, turn_id, messages, background).await;
+        let done = self.submit_here(org_id, session, turn_id, messages, new).await;
         self.let_go(session.id).await;
         done
     }
@@ -162,10 +163,11 @@ impl Engine {
         session: &SessionRecord,
         turn_id: TurnId,
         messages: Vec<Vec<Content>>,
-        background: bool,
+        new: NewTurn,
     ) -> Result<Turn> {
         let mut turn = Turn::queued(turn_id, session.id, &session.agent.id, now());
-        turn.background = background;
+        turn.background = new.background;
+        turn.settings = new.settings.filter(|s| !s.is_empty());
         let before = self.inner.journal.position();
         self.write(Write::Turn { org_id: org_id.to_string(), turn: turn.clone() });
         let mut input = Vec::new();

@@ -65,7 +65,7 @@ impl TurnRun {
         req.messages = std::mem::take(&mut self.messages);
         req.tools = self.tools.specs();
         req.tool_call_deltas = self.tools.wants_streaming();
-        req.reasoning_effort = c.reasoning.effort.and_then(|e| serde_json::from_value(json!(e)).ok());
+        crate::output_format::apply(&mut req, c, self.rec.turn.settings.as_ref());
         req
     }
 

@@ -10,7 +10,8 @@
 //! - [`session`]: Sessions, their agent snapshot and environment choice.
 //! - [`conversation`]: the Conversations view of a Session.
 //! - [`turn`], [`item`], [`event`]: turns, history items, and session events
-//!   (the standing stream and the inputs posted to it).
+//!   (the standing stream and the inputs posted to it); [`turn_settings`]:
+//!   what one response's request sets for it alone (text format, sampling).
 //! - [`admin`]: organizations and API keys.
 //! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
 //! - [`vault`]: vaults and credentials (secrets only ever in requests).
@@ -35,6 +36,7 @@ pub mod skill;
 mod tagged;
 pub mod tool;
 pub mod turn;
+pub mod turn_settings;
 pub mod validate;
 pub mod vault;
 

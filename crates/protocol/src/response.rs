@@ -151,6 +151,8 @@ pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value
     let output: Vec<Value> = items.iter().filter_map(|i| output_item_of(i, waiting)).collect();
     let error = turn.error.as_ref().map(|e| json!({"code": error_code(&e.code), "message": e.message, "type": e.code}));
     let completed_at = if waiting { turn.started_at.or(Some(turn.created_at)) } else { turn.completed_at };
+    let settings = turn.settings.clone().unwrap_or_default();
+    let text = settings.text.unwrap_or_default();
     json!({
         "id": turn.id.response(),
         "object": "response",
@@ -163,10 +165,14 @@ pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value
         "model": ctx.model,
         "output": output,
         "parallel_tool_calls": true,
-        "temperature": null,
+        "temperature": settings.temperature,
         "tool_choice": "auto",
         "tools": ctx.tools,
-        "top_p": null,
+        "top_p": settings.top_p,
+        "max_output_tokens": settings.max_output_tokens,
+        "text": {"format": text.format.unwrap_or_default(), "verbosity": text.verbosity.unwrap_or_default()},
+        "reasoning": settings.reasoning.unwrap_or_default(),
+        "service_tier": settings.service_tier.unwrap_or_default(),
         "background": ctx.background || turn.background,
         "completed_at": completed_at,
         "conversation": {"id": turn.session_id.conversation()},

@@ -65,6 +65,9 @@ pub struct Turn {
     /// Rebyte extension: submitted as a background response.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// The settings its request sent for it alone (Responses API).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub settings: Option<crate::turn_settings::TurnSettings>,
 }
 
 impl Turn {
@@ -84,6 +87,7 @@ impl Turn {
             usage: None,
             prompt_cache_options: None,
             background: false,
+            settings: None,
         }
     }
 }

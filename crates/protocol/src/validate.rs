@@ -6,6 +6,8 @@ use crate::agent::AgentConfig;
 use crate::tool::{ConnectionOrigin, McpTransportParam, ToolParam};
 use std::collections::HashSet;
 
+pub mod settings;
+
 /// At most this many metadata pairs.
 pub const METADATA_MAX_PAIRS: usize = 16;
 /// Metadata keys are at most this many characters.
@@ -117,6 +119,7 @@ pub fn agent_config(prefix: &str, c: &AgentConfig, owner: Owner) -> Result {
     if c.multi_agent.enabled {
         return Err(invalid(p("multi_agent.enabled"), "native multi-agent orchestration is not supported"));
     }
+    settings::agent_format(&p("text.format"), &c.text.format)?;
     tools(&p("tools"), &c.tools, owner)
 }
 

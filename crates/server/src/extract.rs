@@ -145,6 +145,12 @@ impl ListQuery {
         }
         Ok(out)
     }
+
+    /// The values of a list parameter, sent as `name=…` or `name[]=…`.
+    pub fn values(&self, name: &str) -> Vec<String> {
+        let bracketed = format!("{name}[]");
+        self.rest.iter().filter(|(k, _)| *k == name || *k == bracketed).map(|(_, v)| v.clone()).collect()
+    }
 }
 
 /// Parses a Session id from a path segment.

@@ -11,6 +11,8 @@
 //! - [`bootstrap`]: the first-start organization and key; `master_key`: the
 //!   master key checked at start.
 //! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
+//! - [`idempotency`]: `Idempotency-Key` on creates; [`forward`]: requests
+//!   for an environment on another node of the cluster.
 //!
 //! Data flows one way: handlers → store. Handlers never see SQL.
 
@@ -19,6 +21,7 @@ pub mod bootstrap;
 pub mod error;
 pub mod extract;
 pub mod forward;
+pub mod idempotency;
 mod master_key;
 pub mod metrics;
 pub mod multipart;

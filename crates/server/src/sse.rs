@@ -24,24 +24,49 @@ pub enum Until {
     TurnEnds(TurnId),
 }
 
-struct State {
+/// A session's events in order: those stored after a sequence number
+/// (when asked to catch up), then live ones from the bus, reading the store
+/// again whenever the subscriber lags.
+pub struct EventSource {
     store: Arc<dyn Store>,
     engine: engine::Engine,
     session_id: SessionId,
     rx: broadcast::Receiver<Arc<Event>>,
-    /// The last sequence number sent (or to start after).
+    /// The last sequence number delivered (or to start after).
     last: i64,
     backlog: std::collections::VecDeque<Arc<Event>>,
     /// Whether to read the store before live events.
     catch_up: bool,
-    until: Until,
-    turn_ended: bool,
-    done: bool,
 }
 
-impl State {
-    /// The next event to send, or `None` at the end.
-    async fn next(&mut self) -> Option<Arc<Event>> {
+impl EventSource {
+    /// Events after `after` (stored ones first) when it is `Some`; else only
+    /// those `rx` receives after sequence `floor`.
+    pub fn new(
+        app: &app::App,
+        session_id: SessionId,
+        (rx, floor): (broadcast::Receiver<Arc<Event>>, i64),
+        after: Option<i64>,
+    ) -> Self {
+        Self {
+            store: app.store.clone(),
+            engine: app.engine.clone(),
+            session_id,
+            rx,
+            last: after.unwrap_or(floor),
+            backlog: Default::default(),
+            catch_up: after.is_some(),
+        }
+    }
+
+    /// The next event, or `None` once the bus is gone (or the store fails).
+    pub async fn next(&mut self) -> Option<Arc<Event>> {
+        let event = self.read().await?;
+        self.last = self.last.max(event.event_id.seq());
+        Some(event)
+    }
+
+    async fn read(&mut self) -> Option<Arc<Event>> {
         loop {
             if let Some(event) = self.backlog.pop_front() {
                 return Some(event);
@@ -75,9 +100,17 @@ impl State {
             }
         }
     }
+}
 
+struct State {
+    source: EventSource,
+    until: Until,
+    turn_ended: bool,
+    done: bool,
+}
+
+impl State {
     fn note(&mut self, event: &Event) {
-        self.last = self.last.max(event.event_id.seq());
         if let Until::TurnEnds(turn_id) = &self.until {
             if event.body.ends_turn() && event.body.turn_id() == Some(*turn_id) {
                 self.turn_ended = true;
@@ -101,34 +134,14 @@ fn frame(event: &Event) -> SseEvent {
     frame
 }
 
-/// The SSE response for a session's events after sequence `after` (`None`:
-/// only events from now on, i.e. after `floor`, as `Bus::subscribe_now`
-/// answers it with `rx`), ending as `until` says.
-pub fn events(
-    store: Arc<dyn Store>,
-    engine: engine::Engine,
-    session_id: SessionId,
-    (rx, floor): (broadcast::Receiver<Arc<Event>>, i64),
-    after: Option<i64>,
-    until: Until,
-) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let state = State {
-        store,
-        engine,
-        session_id,
-        rx,
-        last: after.unwrap_or(floor),
-        backlog: Default::default(),
-        catch_up: after.is_some(),
-        until,
-        turn_ended: false,
-        done: false,
-    };
+/// The SSE response for a session's events from `source`, ending as `until` says.
+pub fn events(source: EventSource, until: Until) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+    let state = State { source, until, turn_ended: false, done: false };
     let body = stream::unfold(state, |mut state| async move {
         if state.done {
             return None;
         }
-        let event = state.next().await?;
+        let event = state.source.next().await?;
         state.note(&event);
         Some((Ok::<_, Infallible>(frame(&event)), state))
     });

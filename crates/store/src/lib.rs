@@ -111,6 +111,20 @@ pub struct Artifact {
     pub sha256: String,
 }
 
+/// How long an idempotency key of a create is kept.
+pub const REQUEST_KEY_TTL_SECS: i64 = 24 * 60 * 60;
+
+/// What claiming an idempotency key of a create found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestKey {
+    /// The key is new (or its earlier claim was abandoned): run the request.
+    Claimed,
+    /// A request with the key is running now, with this fingerprint.
+    Running { fingerprint: String },
+    /// A request with the key succeeded: its fingerprint and answer.
+    Done { fingerprint: String, status: u16, body: String },
+}
+
 /// Filters of the session list.
 #[derive(Debug, Clone, Default)]
 pub struct SessionFilter {
@@ -226,6 +240,21 @@ pub trait Store: Send + Sync + 'static {
     /// A session's events after the given sequence number, oldest first.
     async fn events_after(&self, session_id: SessionId, after: i64, limit: u32) -> Result<Vec<Event>>;
 
+    /// Claims an idempotency key of `operation` for a request whose body has
+    /// `fingerprint` (forgetting keys older than [`REQUEST_KEY_TTL_SECS`]).
+    async fn claim_request_key(
+        &self,
+        org_id: &str,
+        operation: &str,
+        key: &str,
+        fingerprint: &str,
+        at: i64,
+    ) -> Result<RequestKey>;
+    /// Records the answer of the request that claimed the key.
+    async fn finish_request_key(&self, org_id: &str, operation: &str, key: &str, status: u16, body: &str)
+    -> Result<()>;
+    /// Frees a claimed key whose request failed (a finished one stays).
+    async fn release_request_key(&self, org_id: &str, operation: &str, key: &str) -> Result<()>;
     /// Records an idempotency key; false when it was already recorded.
     async fn claim_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str, at: i64) -> Result<bool>;
     /// Forgets a claimed key (its submission failed, so it never happened).

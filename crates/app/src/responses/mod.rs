@@ -13,8 +13,11 @@ use protocol::Metadata;
 use protocol::event::{Event, EventBody};
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
+use protocol::list::{Order, PageRequest};
 use protocol::session::{INLINE_AGENT_ID, SessionRecord};
 use protocol::turn::Turn;
+use protocol::turn_settings::NewTurn;
+use protocol::validate;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,6 +37,9 @@ pub struct ConversationRequest {
     pub tools: Option<Vec<Value>>,
     /// The new conversation's metadata.
     pub metadata: Option<Metadata>,
+    /// `previous_response_id`: continue that response's conversation (it
+    /// must be the conversation's latest response).
+    pub previous_response_id: Option<String>,
 }
 
 /// A turn started (or resumed) by a response request, with the session's
@@ -50,6 +56,19 @@ pub struct Service<'a> {
 }
 
 impl Service<'_> {
+    /// Checks a request's own settings before anything is created for it.
+    pub fn check(&self, new: &NewTurn) -> Result<()> {
+        match &new.settings {
+            Some(settings) => Ok(validate::settings::turn_settings(settings)?),
+            None => Ok(()),
+        }
+    }
+
+    /// Checks the `include` values of a request: each is refused by name.
+    pub fn include(&self, values: &[String]) -> Result<()> {
+        Ok(validate::settings::include("include", values)?)
+    }
+
     /// The conversation a request names, or a new one (created as every
     /// session is). The conversation's agent wins; the request fills in the
     /// model and instructions it lacks, and an inline agent takes its tools.
@@ -62,14 +81,21 @@ impl Service<'_> {
         };
         let tools = input::function_tools(req.tools)?;
         let sessions = self.app.sessions(self.org);
-        let mut session = match named {
-            Some(id) => {
+        let mut session = match (named, req.previous_response_id) {
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    "previous_response_id",
+                    "pass conversation or previous_response_id, not both",
+                ));
+            }
+            (None, Some(previous)) => self.continued(&previous).await?,
+            (Some(id), None) => {
                 let session_id = SessionId::parse_conversation(&id).ok_or_else(|| {
                     Error::invalid("conversation", format!("'{id}' is not a conversation id: expected conv_<uuid>"))
                 })?;
                 sessions.get(session_id).await.map_err(|_| Error::not_found("conversation", &id))?
             }
-            None => {
+            (None, None) => {
                 sessions.create(NewSession::conversation(req.metadata.unwrap_or_default(), Vec::new())).await?.session
             }
         };
@@ -95,16 +121,41 @@ impl Service<'_> {
         Ok(session)
     }
 
+    /// The conversation of `previous`, which must be its latest response:
+    /// every response here belongs to one conversation, so chaining from an
+    /// earlier one would fork it.
+    async fn continued(&self, previous: &str) -> Result<SessionRecord> {
+        let turn_id = TurnId::parse_response(previous).ok_or_else(|| {
+            Error::invalid("previous_response_id", format!("'{previous}' is not a response id: expected resp_<uuid>"))
+        })?;
+        let (session, _) = self.get(turn_id).await?.ok_or_else(|| Error::MissingReference {
+            param: "previous_response_id".into(),
+            message: format!("No response found with id '{previous}'."),
+        })?;
+        let newest = PageRequest { limit: 1, order: Order::Desc, ..PageRequest::default() };
+        let latest = self.app.turns(self.org).list(session.id, &newest).await?.items.into_iter().next();
+        match latest {
+            Some(latest) if latest.id != turn_id => Err(Error::invalid(
+                "previous_response_id",
+                format!(
+                    "'{previous}' is not the latest response of its conversation ('{}' is); continue the \
+                     conversation '{}' instead",
+                    latest.id.response(),
+                    session.id.conversation()
+                ),
+            )),
+            _ => Ok(session),
+        }
+    }
+
     /// Submits the input: new messages become a turn; function results go
     /// to the turn waiting for them. Events are subscribed to first, so the
     /// caller sees the turn from its start.
-    pub async fn start(&self, session: &SessionRecord, input: ResponseInput, background: bool) -> Result<Started> {
+    pub async fn start(&self, session: &SessionRecord, input: ResponseInput, new: NewTurn) -> Result<Started> {
         let engine = &self.app.engine;
         let events = engine.bus().subscribe(session.id);
         let turn_id = match input {
-            ResponseInput::Messages(messages) => {
-                self.app.turns(self.org).submit(session, messages, background).await?.id
-            }
+            ResponseInput::Messages(messages) => self.app.turns(self.org).submit(session, messages, new).await?.id,
             ResponseInput::Results(results) => {
                 let turn_id = engine.active_turn(self.org, session.id).await?.ok_or_else(|| {
                     Error::invalid("input", "the conversation has no response waiting for function_call_output")

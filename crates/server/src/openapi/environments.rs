@@ -18,6 +18,7 @@ pub(super) fn add(doc: &mut Doc) {
     doc.tag("Environments", "One sandbox each, with its files, packages and setup, shareable by many sessions.");
     doc.add(
         Op::post("/v1/agents/environments", "createEnvironment", "Create an environment")
+            .idempotent()
             .about("Answers at once with `status: pending`; setup runs at first use.")
             .body(of::<EnvironmentCreate>)
             .status(201)
@@ -59,7 +60,9 @@ pub(super) fn add(doc: &mut Doc) {
     );
 
     doc.tag("Vaults", "Credentials for MCP servers and environments; secret values are write-only.");
-    doc.add(Op::post("/v1/vaults", "createVault", "Create a vault").body(of::<VaultCreate>).json(of::<Vault>));
+    doc.add(
+        Op::post("/v1/vaults", "createVault", "Create a vault").idempotent().body(of::<VaultCreate>).json(of::<Vault>),
+    );
     doc.add(vault_list(Op::get("/v1/vaults", "listVaults", "List vaults")).json(of::<List<Vault>>));
     doc.add(Op::get("/v1/vaults/{vault_id}", "retrieveVault", "Retrieve a vault").json(of::<Vault>));
     doc.add(

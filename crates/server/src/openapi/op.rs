@@ -176,6 +176,16 @@ impl Op {
         self
     }
 
+    /// A create that honours `Idempotency-Key`.
+    pub(super) fn idempotent(self) -> Self {
+        self.header(
+            "Idempotency-Key",
+            "A retry with the same key and body answers the first request's result (kept 24 hours); the same \
+             key with another body, or while the first still runs, is a 409.",
+        )
+        .errors(&[409])
+    }
+
     /// Needs no API key.
     pub(super) fn public(mut self) -> Self {
         self.public = true;

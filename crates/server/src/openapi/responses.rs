@@ -15,6 +15,7 @@ pub(super) fn add(doc: &mut Doc) {
     doc.tag("Responses", "A turn of a conversation, in the Responses API's shape.");
     doc.add(
         Op::post("/v1/responses", "createResponse", "Create a response")
+            .idempotent()
             .about(
                 "Runs a turn of `conversation` (a new one without it) and answers when it ends or waits for \
                  function results; `background: true` answers at once (`queued`); `stream: true` answers \
@@ -25,7 +26,26 @@ pub(super) fn add(doc: &mut Doc) {
             .stream(views::response_stream_event)
             .errors(&[404]),
     );
-    doc.add(Op::get(RESPONSE, "retrieveResponse", "Retrieve a response").json(views::response));
+    doc.add(
+        Op::get(RESPONSE, "retrieveResponse", "Retrieve a response")
+            .about(
+                "The response as stored; with `stream=true`, its events from its start (those numbered after \
+                 `starting_after`), followed live while it runs.",
+            )
+            .query("stream", json!({"type": "boolean"}), "Replay the response's event stream.")
+            .query("starting_after", json!({"type": "integer", "minimum": 0}), "Replay after this sequence number.")
+            .query("include", include(), "Refused by name: this server adds none of them.")
+            .query("include_obfuscation", json!({"type": "boolean"}), "Accepted; changes nothing.")
+            .json(views::response)
+            .stream(views::response_stream_event),
+    );
+    doc.add(
+        Op::post("/v1/responses/input_tokens", "countResponseInputTokens", "Count a response's input tokens")
+            .about("Not supported by this server: answers 400 naming the feature.")
+            .optional_body(|_| json!({"type": "object"}))
+            .json(|_| json!({"type": "object", "properties": {"input_tokens": {"type": "integer"}}}))
+            .errors(&[400]),
+    );
     doc.add(
         Op::delete(RESPONSE, "deleteResponse", "Delete a response")
             .about("Deletes an ended response and its items from its conversation (409 while it runs).")
@@ -38,7 +58,7 @@ pub(super) fn add(doc: &mut Doc) {
     doc.add(
         Op::get("/v1/responses/{response_id}/input_items", "listResponseInputItems", "A response's input items")
             .list()
-            .query("include", include(), "Accepted; changes nothing.")
+            .query("include", include(), "Refused by name: this server adds none of them.")
             .json(views::conversation_item_list),
     );
 
@@ -58,7 +78,7 @@ pub(super) fn add(doc: &mut Doc) {
     doc.add(
         Op::get("/v1/conversations/{conversation_id}/items", "listConversationItems", "List a conversation's items")
             .list()
-            .query("include", include(), "Accepted; changes nothing.")
+            .query("include", include(), "Refused by name: this server adds none of them.")
             .json(views::conversation_item_list),
     );
     doc.add(
@@ -69,7 +89,7 @@ pub(super) fn add(doc: &mut Doc) {
     const ITEM: &str = "/v1/conversations/{conversation_id}/items/{item_id}";
     doc.add(
         Op::get(ITEM, "retrieveConversationItem", "Retrieve a conversation's item")
-            .query("include", include(), "Accepted; changes nothing.")
+            .query("include", include(), "Refused by name: this server adds none of them.")
             .json(views::conversation_item),
     );
     doc.add(

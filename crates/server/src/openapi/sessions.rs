@@ -15,7 +15,9 @@ const SESSION: &str = "/v1/agents/sessions/{session_id}";
 
 pub(super) fn add(doc: &mut Doc) {
     doc.tag("Agents", "Saved, versioned agent definitions.");
-    doc.add(Op::post("/v1/agents", "createAgent", "Create an agent").body(of::<AgentCreate>).json(of::<Agent>));
+    doc.add(
+        Op::post("/v1/agents", "createAgent", "Create an agent").idempotent().body(of::<AgentCreate>).json(of::<Agent>),
+    );
     doc.add(Op::get("/v1/agents", "listAgents", "List agents").list().json(of::<List<Agent>>));
     doc.add(Op::get("/v1/agents/{agent_id}", "retrieveAgent", "Retrieve an agent").json(of::<Agent>));
     doc.add(
@@ -30,6 +32,7 @@ pub(super) fn add(doc: &mut Doc) {
     doc.tag("Sessions", "A session pins an agent configuration and owns the history of its turns.");
     doc.add(
         Op::post("/v1/agents/sessions", "createSession", "Create a session")
+            .idempotent()
             .about(
                 "With `input`, the first turn is queued before the answer. With `stream: true` (and input) \
                  the answer is the session's event stream until that turn ends.",

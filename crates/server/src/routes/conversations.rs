@@ -108,7 +108,8 @@ pub async fn list_items(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksRead)?;
-    let q = ListQuery::parse(q.as_deref(), &["include"])?;
+    let q = ListQuery::parse(q.as_deref(), &["include", "include["])?;
+    state.app.responses(&auth.org_id).include(&q.values("include"))?;
     let session = load(&state, &auth, &id).await?;
     let page = state.app.turns(&auth.org_id).items(session.id, None, &q.page).await?;
     let data = page.items.iter().filter_map(view::conversation_item).collect();
@@ -123,7 +124,8 @@ pub async fn retrieve_item(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksRead)?;
-    ListQuery::parse(q.as_deref(), &["include"])?;
+    let q = ListQuery::parse(q.as_deref(), &["include", "include["])?;
+    state.app.responses(&auth.org_id).include(&q.values("include"))?;
     let session = load(&state, &auth, &id).await?;
     let item = state.app.turns(&auth.org_id).item(session.id, &item_id).await?;
     // Items the Conversations view does not show (a turn's internal steps) are not found here either.

@@ -46,7 +46,6 @@ pub async fn stream(
     auth.require(Scope::TasksRead)?;
     let session = state.app.sessions(&auth.org_id).get(extract::session_id(&id)?).await?;
     let after = last_event_id(&headers)?;
-    let app = &state.app;
-    let from = app.engine.subscribe_now(session.id).await?;
-    Ok(sse::events(app.store.clone(), app.engine.clone(), session.id, from, after, Until::Forever).into_response())
+    let from = state.app.engine.subscribe_now(session.id).await?;
+    Ok(sse::events(sse::EventSource::new(&state.app, session.id, from, after), Until::Forever).into_response())
 }

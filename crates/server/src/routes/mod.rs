@@ -32,6 +32,10 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), crate::forward::environments))
+        .layer(middleware::from_fn_with_state(
+            crate::idempotency::Keys { state: state.clone(), body_limit },
+            crate::idempotency::layer,
+        ))
         .layer(middleware::from_fn_with_state(state.clone(), metrics::record))
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(CatchPanicLayer::custom(|_| ApiError::internal("a handler panicked").into_response()))

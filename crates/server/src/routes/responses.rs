@@ -11,18 +11,19 @@ use app::responses::{ConversationRequest, Started, settle};
 use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use protocol::admin::Scope;
-use protocol::agent::AgentConfig;
+use protocol::agent::{AgentConfig, Reasoning, ServiceTier};
 use protocol::response::{self as view, ResponseContext};
 use protocol::session::SessionRecord;
 use protocol::tool::ToolParam;
 use protocol::turn::Turn;
+use protocol::turn_settings::{NewTurn, ResponseText, TurnSettings};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 mod stream;
 
 /// `POST /v1/responses`. Parameters this server has no use for are accepted
-/// and ignored (sampling, caching and storage hints); unknown ones are refused.
+/// and ignored (caching, storage and tool-choice hints); unknown ones are refused.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseCreate {
@@ -44,8 +45,36 @@ pub struct ResponseCreate {
     pub metadata: Option<protocol::Metadata>,
     #[serde(default)]
     pub previous_response_id: Option<String>,
+    #[serde(default)]
+    pub text: Option<ResponseText>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+    #[serde(default)]
+    pub service_tier: Option<ServiceTier>,
+    #[serde(default)]
+    pub include: Option<Vec<String>>,
     #[serde(flatten)]
     pub ignored: Ignored,
+}
+
+impl ResponseCreate {
+    /// The settings this request sets for its response alone.
+    fn settings(&self) -> TurnSettings {
+        TurnSettings {
+            text: self.text.clone(),
+            temperature: self.temperature,
+            top_p: self.top_p,
+            max_output_tokens: self.max_output_tokens,
+            reasoning: self.reasoning.clone(),
+            service_tier: self.service_tier,
+        }
+    }
 }
 
 /// Accepted, without effect (read only by serde).
@@ -54,31 +83,17 @@ pub struct ResponseCreate {
 #[serde(deny_unknown_fields)]
 pub struct Ignored {
     #[serde(default)]
-    temperature: Option<Value>,
-    #[serde(default)]
-    top_p: Option<Value>,
-    #[serde(default)]
     parallel_tool_calls: Option<Value>,
     #[serde(default)]
     store: Option<Value>,
     #[serde(default)]
-    include: Option<Value>,
-    #[serde(default)]
     user: Option<Value>,
     #[serde(default)]
-    max_output_tokens: Option<Value>,
-    #[serde(default)]
     max_tool_calls: Option<Value>,
-    #[serde(default)]
-    reasoning: Option<Value>,
-    #[serde(default)]
-    text: Option<Value>,
     #[serde(default)]
     tool_choice: Option<Value>,
     #[serde(default)]
     truncation: Option<Value>,
-    #[serde(default)]
-    service_tier: Option<Value>,
     #[serde(default)]
     prompt_cache_key: Option<Value>,
     #[serde(default)]
@@ -129,15 +144,12 @@ pub async fn create(
     Json(mut req): Json<ResponseCreate>,
 ) -> ApiResult<Response> {
     auth.require(Scope::TasksWrite)?;
-    if req.previous_response_id.is_some() {
-        return Err(ApiError::unsupported(
-            "previous_response_id",
-            "pass the conversation instead of chaining response ids",
-        ));
-    }
     let input = response_input(req.input.take())?;
     let background = req.background == Some(true);
+    let new = NewTurn { background, settings: Some(req.settings()) };
     let responses = state.app.responses(&auth.org_id);
+    responses.include(req.include.as_deref().unwrap_or_default())?;
+    responses.check(&new)?;
     let session = responses
         .conversation(ConversationRequest {
             conversation: req.conversation,
@@ -145,11 +157,13 @@ pub async fn create(
             instructions: req.instructions,
             tools: req.tools,
             metadata: req.metadata,
+            previous_response_id: req.previous_response_id,
         })
         .await?;
-    let Started { turn_id, mut events } = responses.start(&session, input, background).await?;
+    let Started { turn_id, mut events } = responses.start(&session, input, new).await?;
     if req.stream == Some(true) {
-        return Ok(stream::respond(state, auth, session, turn_id, events, background).await?.into_response());
+        let from = stream::From::Live(events);
+        return Ok(stream::respond(state, auth, session, turn_id, from, background).await?.into_response());
     }
     if !background {
         settle(&mut events, turn_id).await;
@@ -159,14 +173,59 @@ pub async fn create(
     Ok(axum::Json(render(&state, &auth, &session, &turn, background).await?).into_response())
 }
 
+/// `GET /v1/responses/{id}`: the response as stored, or with `stream=true`
+/// its events replayed (after `starting_after`) and followed while it runs.
 pub async fn retrieve(
     State(state): State<AppState>,
     auth: Auth,
     Path(id): Path<String>,
-) -> ApiResult<axum::Json<Value>> {
+    RawQuery(q): RawQuery,
+) -> ApiResult<Response> {
     auth.require(Scope::TasksRead)?;
-    let (session, turn) = state.app.responses(&auth.org_id).find(&id).await?;
-    Ok(axum::Json(render(&state, &auth, &session, &turn, false).await?))
+    let q =
+        ListQuery::parse(q.as_deref(), &["stream", "starting_after", "include", "include[", "include_obfuscation"])?;
+    let mut stream = false;
+    let mut starting_after = None;
+    for (key, value) in &q.rest {
+        match key.as_str() {
+            "stream" => stream = flag(key, value)?,
+            "include_obfuscation" => _ = flag(key, value)?,
+            "starting_after" => {
+                starting_after = Some(value.parse::<u64>().map_err(|_| {
+                    ApiError::invalid(key, format!("starting_after must be an event's sequence number, got '{value}'"))
+                })?)
+            }
+            _ => {}
+        }
+    }
+    let responses = state.app.responses(&auth.org_id);
+    responses.include(&q.values("include"))?;
+    let (session, turn) = responses.find(&id).await?;
+    if stream {
+        let from = stream::From::Replay { starting_after, created_at: turn.created_at };
+        return Ok(stream::respond(state, auth, session, turn.id, from, turn.background).await?.into_response());
+    }
+    Ok(axum::Json(render(&state, &auth, &session, &turn, turn.background).await?).into_response())
+}
+
+/// A boolean query parameter.
+fn flag(param: &str, value: &str) -> ApiResult<bool> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(ApiError::invalid(param, format!("{param} must be true or false, got '{value}'"))),
+    }
+}
+
+/// `POST /v1/responses/input_tokens`: counting needs a provider that counts
+/// without answering, which none of this server's providers is asked to do.
+pub async fn input_tokens(auth: Auth) -> ApiResult<Response> {
+    auth.require(Scope::TasksRead)?;
+    Err(ApiError::unsupported(
+        "input",
+        "counting input tokens (responses.input_tokens.count) is not supported by this server: its model providers \
+         are not asked to count without answering",
+    ))
 }
 
 pub async fn delete(State(state): State<AppState>, auth: Auth, Path(id): Path<String>) -> ApiResult<axum::Json<Value>> {
@@ -188,7 +247,8 @@ pub async fn input_items(
     RawQuery(q): RawQuery,
 ) -> ApiResult<axum::Json<Value>> {
     auth.require(Scope::TasksRead)?;
-    let q = ListQuery::parse(q.as_deref(), &["include"])?;
+    let q = ListQuery::parse(q.as_deref(), &["include", "include["])?;
+    state.app.responses(&auth.org_id).include(&q.values("include"))?;
     let (session, turn) = state.app.responses(&auth.org_id).find(&id).await?;
     let page = state.app.turns(&auth.org_id).items(session.id, Some(turn.id), &q.page).await?;
     let data: Vec<Value> = page

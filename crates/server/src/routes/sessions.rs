@@ -20,15 +20,10 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     let sessions = state.app.sessions(&auth.org_id);
     let created = sessions.create(NewSession::from_request(req)?).await?;
     match (created.events, created.turn) {
-        (Some(rx), Some(turn)) => Ok(sse::events(
-            state.app.store.clone(),
-            state.app.engine.clone(),
-            created.session.id,
-            rx,
-            None,
-            Until::TurnEnds(turn.id),
-        )
-        .into_response()),
+        (Some(rx), Some(turn)) => {
+            let source = sse::EventSource::new(&state.app, created.session.id, rx, None);
+            Ok(sse::events(source, Until::TurnEnds(turn.id)).into_response())
+        }
         _ => {
             let record = sessions.get(created.session.id).await?;
             Ok(axum::Json(sessions.view(&record).await?).into_response())

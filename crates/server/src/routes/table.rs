@@ -117,6 +117,7 @@ pub fn table() -> Vec<Route> {
             .post(vaults::update_credential)
             .delete(vaults::delete_credential),
         Route::at("/v1/responses").post(responses::create),
+        Route::at("/v1/responses/input_tokens").post(responses::input_tokens),
         Route::at("/v1/responses/{response_id}").get(responses::retrieve).delete(responses::delete),
         Route::at("/v1/responses/{response_id}/cancel").post(responses::cancel),
         Route::at("/v1/responses/{response_id}/input_items").get(responses::input_items),

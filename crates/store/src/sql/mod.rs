@@ -12,8 +12,8 @@
 //!   (turns, items, events, idempotency keys), `vaults.rs` (vaults,
 //!   credentials, the master key check), `envs.rs` (environments, artifacts),
 //!   `skills.rs` (skills and their versions), `files.rs` (uploaded files,
-//!   environments' copies of their skills and files), `paging.rs` (cursor
-//!   pagination).
+//!   environments' copies of their skills and files), `request_keys.rs`
+//!   (idempotency keys of creates), `paging.rs` (cursor pagination).
 
 // `SqlStore` is public only as `SqliteStore` and `PgStore`; its backends are
 // this crate's own, so the traits its impls are bounded by stay private.
@@ -24,6 +24,7 @@ mod envs;
 mod files;
 mod orgs;
 mod paging;
+mod request_keys;
 mod sessions;
 mod skills;
 mod store;

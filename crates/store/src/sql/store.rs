@@ -2,7 +2,7 @@
 //! resource module that holds its statements.
 
 use super::{Backend, SqlStore};
-use crate::{ApiKeyRecord, Artifact, BatchWriter, Page, Result, SessionFilter, Store};
+use crate::{ApiKeyRecord, Artifact, BatchWriter, Page, RequestKey, Result, SessionFilter, Store};
 use async_trait::async_trait;
 use protocol::admin::Organization;
 use protocol::agent::AgentRecord;
@@ -210,6 +210,32 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn release_idempotency_key(&self, org_id: &str, session_id: SessionId, key: &str) -> Result<()> {
         self.release_idempotency_key_impl(org_id, session_id, key).await
+    }
+
+    async fn claim_request_key(
+        &self,
+        org_id: &str,
+        operation: &str,
+        key: &str,
+        fingerprint: &str,
+        at: i64,
+    ) -> Result<RequestKey> {
+        self.claim_request_key_impl(org_id, operation, key, fingerprint, at).await
+    }
+
+    async fn finish_request_key(
+        &self,
+        org_id: &str,
+        operation: &str,
+        key: &str,
+        status: u16,
+        body: &str,
+    ) -> Result<()> {
+        self.finish_request_key_impl(org_id, operation, key, status, body).await
+    }
+
+    async fn release_request_key(&self, org_id: &str, operation: &str, key: &str) -> Result<()> {
+        self.release_request_key_impl(org_id, operation, key).await
     }
 
     async fn create_vault(&self, org_id: &str, vault: &Vault) -> Result<()> {

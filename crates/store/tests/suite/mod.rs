@@ -5,6 +5,7 @@ mod cluster;
 mod journal;
 mod paging;
 mod records;
+mod request_keys;
 mod scoping;
 mod skills;
 mod start;

@@ -5,6 +5,7 @@
 use super::render;
 use crate::auth::Auth;
 use crate::error::ApiResult;
+use crate::sse::EventSource;
 use crate::state::AppState;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures::stream::{self, Stream, StreamExt};
@@ -16,16 +17,18 @@ use serde_json::{Value, json};
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::broadcast::{self, error::RecvError};
+use tokio::sync::broadcast;
 
 struct Translator {
     state: AppState,
     auth: Auth,
     session: SessionRecord,
     turn_id: TurnId,
-    rx: broadcast::Receiver<Arc<Event>>,
+    source: EventSource,
     background: bool,
     sequence: u64,
+    /// Events numbered up to this one are not sent (`starting_after`).
+    skip_through: Option<u64>,
     pending: std::collections::VecDeque<Value>,
     started: bool,
     done: bool,
@@ -34,8 +37,10 @@ struct Translator {
 impl Translator {
     fn push(&mut self, mut event: Value) {
         event["sequence_number"] = json!(self.sequence);
+        if self.skip_through.is_none_or(|last| self.sequence > last) {
+            self.pending.push_back(event);
+        }
         self.sequence += 1;
-        self.pending.push_back(event);
     }
 
     async fn snapshot(&self) -> Option<Value> {
@@ -124,41 +129,56 @@ impl Translator {
                 self.push(json!({"type": "response.created", "response": created}));
                 continue;
             }
-            match self.rx.recv().await {
-                Ok(event)
+            match self.source.next().await {
+                Some(event)
                     if event.body.turn_id() == Some(self.turn_id)
                         || matches!(event.body, EventBody::SessionRequiresAction { .. }) =>
                 {
                     self.translate(&event).await
                 }
-                Ok(_) => {}
-                Err(RecvError::Lagged(_)) => {
-                    // Deltas were lost to a slow reader: end with the stored truth.
-                    self.finish("response.completed").await;
-                }
-                Err(RecvError::Closed) => self.finish("response.failed").await,
+                Some(_) => {}
+                None => self.finish("response.failed").await,
             }
         }
     }
 }
 
-/// The SSE answer to `POST /v1/responses` with `stream: true`.
+/// Where a response's event stream starts.
+pub enum From {
+    /// A new response: its events as they happen (`POST` with `stream: true`).
+    Live(broadcast::Receiver<Arc<Event>>),
+    /// A stored one (`GET` with `stream=true`): every event from its start,
+    /// those after `starting_after` sent, then live ones if it still runs.
+    Replay { starting_after: Option<u64>, created_at: i64 },
+}
+
+/// The SSE answer to `POST /v1/responses` with `stream: true`, and to
+/// retrieving a response with `stream=true`.
 pub async fn respond(
     state: AppState,
     auth: Auth,
     session: SessionRecord,
     turn_id: TurnId,
-    rx: broadcast::Receiver<Arc<Event>>,
+    from: From,
     background: bool,
 ) -> ApiResult<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    let (source, skip_through) = match from {
+        From::Live(rx) => (EventSource::new(&state.app, session.id, (rx, 0), None), None),
+        From::Replay { starting_after, created_at } => {
+            let live = state.app.engine.subscribe_now(session.id).await?;
+            let after = engine::clock::seq_before(created_at);
+            (EventSource::new(&state.app, session.id, live, Some(after)), starting_after)
+        }
+    };
     let translator = Translator {
         state,
         auth,
         session,
         turn_id,
-        rx,
+        source,
         background,
         sequence: 0,
+        skip_through,
         pending: Default::default(),
         started: false,
         done: false,
