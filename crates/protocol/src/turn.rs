@@ -41,9 +41,52 @@ pub struct TurnError {
     pub message: String,
 }
 
+/// The codes the `openai` client's `SessionTurnError` knows.
+pub const CLIENT_CODES: [&str; 23] = [
+    "context_length_exceeded",
+    "max_output_tokens",
+    "usage_limit_exceeded",
+    "project_spend_limit_exceeded",
+    "organization_spend_limit_exceeded",
+    "organization_usage_limit_exceeded",
+    "billing_not_active",
+    "credit_balance_exhausted",
+    "rate_limit_exceeded",
+    "flex_unavailable",
+    "server_overloaded",
+    "cyber_policy",
+    "misalignment_policy_violation",
+    "connection_failed",
+    "server_error",
+    "authentication_error",
+    "invalid_request",
+    "resource_not_found",
+    "sandbox_error",
+    "executor_version_incompatible",
+    "active_turn_not_steerable",
+    "request_timeout",
+    "internal_error",
+];
+
+/// The client's category of this server's own reasons.
+const CATEGORIES: [(&str, &str); 4] = [
+    ("max_steps_exceeded", "invalid_request"),
+    ("server_restarted", "internal_error"),
+    ("node_lost", "internal_error"),
+    ("setup_failed", "sandbox_error"),
+];
+
 impl TurnError {
+    /// An error of `code`. A reason the client's codes lack
+    /// (`max_steps_exceeded`, `server_restarted`, …) becomes the client's
+    /// category of it, the reason kept at the start of the message.
     pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { code: code.into(), message: message.into() }
+        let (code, message) = (code.into(), message.into());
+        if CLIENT_CODES.contains(&code.as_str()) {
+            return Self { code, message };
+        }
+        let category = CATEGORIES.iter().find(|(reason, _)| *reason == code).map_or("internal_error", |(_, c)| *c);
+        Self { code: category.into(), message: format!("{code}: {message}") }
     }
 }
 
@@ -89,5 +132,23 @@ impl Turn {
             background: false,
             settings: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TurnError;
+
+    #[test]
+    fn a_reason_outside_the_clients_codes_becomes_its_category_and_leads_the_message() {
+        let kept = TurnError::new("rate_limit_exceeded", "slow down");
+        assert_eq!((kept.code.as_str(), kept.message.as_str()), ("rate_limit_exceeded", "slow down"));
+        let steps = TurnError::new("max_steps_exceeded", "the limit is 2");
+        assert_eq!(
+            (steps.code.as_str(), steps.message.as_str()),
+            ("invalid_request", "max_steps_exceeded: the limit is 2")
+        );
+        assert_eq!(TurnError::new("setup_failed", "exit 3").code, "sandbox_error");
+        assert_eq!(TurnError::new("something_new", "x").code, "internal_error");
     }
 }
