@@ -71,6 +71,16 @@ pub fn messages(items: &[Item]) -> Vec<Message> {
                 };
                 out.push(Message::tool_result(call_id, text));
             }
+            Item::Reasoning { summary, encrypted_content, source, .. } => {
+                let text = summary.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n\n");
+                out.push(Message::Reasoning(models::Reasoning {
+                    text,
+                    signature: encrypted_content.clone(),
+                    redacted: source.as_ref().is_some_and(|s| s.redacted),
+                    id: source.as_ref().and_then(|s| s.upstream_id.clone()),
+                    origin: source.as_ref().map(|s| s.format.clone()),
+                }));
+            }
             Item::Program { call_id, code, .. } => {
                 let args = serde_json::json!({"code": code});
                 out.push(Message::ToolCall(ToolCall::new(call_id, "dynamic_workflow", args.to_string())));

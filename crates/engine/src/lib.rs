@@ -39,6 +39,7 @@ pub mod mcp_launch;
 mod mcp_prefetch;
 pub mod mcp_tools;
 pub mod output_format;
+mod reasoning_item;
 pub mod record;
 mod recovery;
 mod runtime;

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::runtime::Engine;
 use protocol::event::EventBody;
 use protocol::ids::{SessionId, TurnId};
-use protocol::item::{Content, Item, ItemStatus, Role};
+use protocol::item::{Content, Item, ItemStatus, Role, SummaryText};
 use protocol::turn::{Turn, TurnError, TurnStatus};
 use std::collections::HashMap;
 use store::Write;
@@ -98,7 +98,9 @@ impl Engine {
             let Some(last) = events.last() else { break };
             after = last.event_id.seq();
             for e in &events {
-                if let EventBody::OutputTextDelta { item_id, delta, .. } = &e.body {
+                if let EventBody::OutputTextDelta { item_id, delta, .. }
+                | EventBody::ReasoningSummaryTextDelta { item_id, delta, .. } = &e.body
+                {
                     texts.entry(item_id.clone()).or_default().push_str(delta);
                 }
             }
@@ -112,6 +114,13 @@ impl Engine {
                     let text = texts.remove(id.as_str()).unwrap_or_default();
                     events.extend(crate::turn::text_done(sid, turn_id, id, index, &text));
                     *content = vec![Content::OutputText { text }];
+                }
+                Item::Reasoning { id, status, summary, .. } => {
+                    *status = ItemStatus::Incomplete;
+                    let text = texts.remove(id.as_str()).unwrap_or_default();
+                    if !text.is_empty() {
+                        *summary = vec![SummaryText { text }];
+                    }
                 }
                 Item::FunctionCall { status, .. }
                 | Item::McpCall { status, .. }

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::history::{self, output_text};
+use crate::reasoning_item;
 use crate::record::{Recorder, add_usage};
 use crate::tools::{HostedOutput, ToolSet};
 use futures::StreamExt;
@@ -85,10 +86,11 @@ impl TurnRun {
     async fn run(&mut self) -> Result<Ending> {
         let max_steps = self.rec.session.agent.config.max_steps();
         for _ in 0..max_steps {
-            let (text, calls) = match self.step().await? {
-                Step::Answered(text, calls) => (text, calls),
+            let (reasoning, text, calls) = match self.step().await? {
+                Step::Answered { reasoning, text, calls } => (reasoning, text, calls),
                 Step::Ended(ending) => return Ok(ending),
             };
+            self.messages.extend(reasoning.into_iter().map(Message::Reasoning));
             if !text.is_empty() {
                 self.messages.push(Message::assistant(text));
             }
@@ -121,6 +123,8 @@ impl TurnRun {
         let mut stream = self.model.stream(&request);
         self.keep_history(request);
         let mut message: Option<(String, i64)> = None;
+        let mut thinking = None;
+        let mut reasoning = Vec::new();
         let mut text = String::new();
         let mut calls = Vec::new();
         let sid = self.rec.session.id;
@@ -133,6 +137,7 @@ impl TurnRun {
             };
             let Some(ev) = next else {
                 drop(stream);
+                reasoning_item::close_incomplete(&mut self.rec, &mut thinking).await?;
                 self.close_message(message, text, ItemStatus::Incomplete, None).await?;
                 return Ok(Step::Ended(Ending::Cancelled));
             };
@@ -171,6 +176,13 @@ impl TurnRun {
                         }
                     }
                 }
+                Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
+                    reasoning_item::delta(&mut self.rec, &mut thinking, delta)
+                }
+                Some(Ok(ModelEvent::Reasoning(block))) => {
+                    reasoning_item::block(&mut self.rec, &mut thinking, &block).await?;
+                    reasoning.push(block);
+                }
                 Some(Ok(ModelEvent::ToolCallDelta(delta))) => {
                     if let Some(hosted) = self.tools.hosted_for(&delta.name) {
                         hosted.streaming(&delta.name, &delta.id, &delta.arguments, &self.cancel);
@@ -183,6 +195,7 @@ impl TurnRun {
                 }
                 Some(Ok(ModelEvent::Finish(_))) | None => break,
                 Some(Err(e)) => {
+                    reasoning_item::close_incomplete(&mut self.rec, &mut thinking).await?;
                     self.close_message(message, text, ItemStatus::Incomplete, None).await?;
                     let model = &self.rec.session.agent.config.model;
                     tracing::warn!(
@@ -201,9 +214,11 @@ impl TurnRun {
                 }
             }
         }
+        // A block the provider never closed still ends with the step.
+        reasoning_item::close_incomplete(&mut self.rec, &mut thinking).await?;
         let phase = if calls.is_empty() { Phase::FinalAnswer } else { Phase::Commentary };
         self.close_message(message, text.clone(), ItemStatus::Completed, Some(phase)).await?;
-        Ok(Step::Answered(text, calls))
+        Ok(Step::Answered { reasoning, text, calls })
     }
 
     fn message_item(&self, id: &str, text: String, status: ItemStatus, phase: Option<Phase>) -> Item {
@@ -355,7 +370,12 @@ impl TurnRun {
 }
 
 enum Step {
-    Answered(String, Vec<ToolCall>),
+    /// The model's reasoning blocks, its text and its tool calls.
+    Answered {
+        reasoning: Vec<models::Reasoning>,
+        text: String,
+        calls: Vec<ToolCall>,
+    },
     Ended(Ending),
 }
 

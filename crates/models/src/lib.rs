@@ -1,5 +1,5 @@
-//! Model providers behind one trait: OpenAI Chat Completions and Anthropic
-//! Messages, streaming and tool calls.
+//! Model providers behind one trait: OpenAI Chat Completions, OpenAI
+//! Responses and Anthropic Messages, streaming, tool calls and reasoning.
 //!
 //! # Layout
 //! - [`types`]: the provider-neutral [`ModelRequest`] (instructions, history of
@@ -8,7 +8,7 @@
 //! - [`response`]: [`ModelResponse`], the final message folded from the events.
 //! - [`registry`]: [`Registry`], model name → provider and upstream name, from
 //!   the environment and rebyte.toml (the precedence is documented there).
-//! - [`openai`], [`anthropic`]: the two wire formats.
+//! - [`openai`], [`openai_responses`], [`anthropic`]: the three wire formats.
 //! - [`settings`]: base URL, [`ApiKey`], [`Timeouts`], [`RetryPolicy`].
 //! - [`error`]: [`ModelError`]; each variant names the provider and what happened.
 //! - `transport` (sending, retries), `driver` (body → events), `sse`: internals.
@@ -35,6 +35,7 @@ pub mod anthropic;
 mod driver;
 pub mod error;
 pub mod openai;
+pub mod openai_responses;
 pub mod provider;
 pub mod registry;
 pub mod response;
@@ -46,11 +47,12 @@ pub mod types;
 pub use anthropic::Anthropic;
 pub use error::{ModelError, Result, TimeoutPhase};
 pub use openai::OpenAiChat;
+pub use openai_responses::OpenAiResponses;
 pub use provider::{ModelStream, Provider};
 pub use registry::{ProviderKind, Registry, RegistryBuilder, ResolvedModel};
 pub use response::ModelResponse;
 pub use settings::{ApiKey, ProviderConfig, ProviderSettings, RetryPolicy, Timeouts};
 pub use types::{
-    FinishReason, Message, ModelEvent, ModelRequest, ReasoningEffort, TextFormat, ToolCall, ToolCallDelta, ToolSpec,
-    Usage,
+    FinishReason, Message, ModelEvent, ModelRequest, Reasoning, ReasoningEffort, ReasoningSummary, TextFormat,
+    ToolCall, ToolCallDelta, ToolSpec, Usage, Verbosity,
 };

@@ -3,12 +3,14 @@
 
 use crate::error::Result;
 use crate::provider::ModelStream;
-use crate::types::{FinishReason, Message, ModelEvent, ToolCall, Usage};
+use crate::types::{FinishReason, Message, ModelEvent, Reasoning, ToolCall, Usage};
 use futures::StreamExt;
 
 /// Everything one model call produced.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ModelResponse {
+    /// The complete reasoning blocks, in order.
+    pub reasoning: Vec<Reasoning>,
     /// The text deltas, concatenated.
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
@@ -22,6 +24,8 @@ impl ModelResponse {
     /// subscribers and apply it here, so it never walks the stream twice.
     pub fn apply(&mut self, event: &ModelEvent) {
         match event {
+            ModelEvent::ReasoningDelta(_) => {}
+            ModelEvent::Reasoning(reasoning) => self.reasoning.push(reasoning.clone()),
             ModelEvent::TextDelta(delta) => self.text.push_str(delta),
             ModelEvent::ToolCallDelta(_) => {}
             ModelEvent::ToolCall(call) => self.tool_calls.push(call.clone()),
@@ -39,10 +43,11 @@ impl ModelResponse {
         Ok(response)
     }
 
-    /// The history entries this answer adds: its text (when there is any),
-    /// then its tool calls, ready for the next request's `messages`.
+    /// The history entries this answer adds: its reasoning, its text (when
+    /// there is any), then its tool calls, ready for the next request's `messages`.
     pub fn to_messages(&self) -> Vec<Message> {
         let text = (!self.text.is_empty()).then(|| Message::assistant(self.text.clone()));
-        text.into_iter().chain(self.tool_calls.iter().cloned().map(Message::ToolCall)).collect()
+        let reasoning = self.reasoning.iter().cloned().map(Message::Reasoning);
+        reasoning.chain(text).chain(self.tool_calls.iter().cloned().map(Message::ToolCall)).collect()
     }
 }

@@ -96,6 +96,44 @@ pub enum EventBody {
         content_index: i64,
         text: String,
     },
+    /// A reasoning item's summary part starts (empty; its deltas follow).
+    #[serde(rename = "agent.session.turn.reasoning_summary_part.added")]
+    ReasoningSummaryPartAdded {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        summary_index: i64,
+        part: crate::item::SummaryText,
+    },
+    #[serde(rename = "agent.session.turn.reasoning_summary_text.delta")]
+    ReasoningSummaryTextDelta {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        summary_index: i64,
+        delta: String,
+    },
+    #[serde(rename = "agent.session.turn.reasoning_summary_text.done")]
+    ReasoningSummaryTextDone {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        summary_index: i64,
+        text: String,
+    },
+    /// A summary part is whole (after its `reasoning_summary_text.done`).
+    #[serde(rename = "agent.session.turn.reasoning_summary_part.done")]
+    ReasoningSummaryPartDone {
+        session_id: SessionId,
+        turn_id: TurnId,
+        item_id: String,
+        output_index: i64,
+        summary_index: i64,
+        part: crate::item::SummaryText,
+    },
     #[serde(rename = "agent.output.command_execution_output.delta")]
     CommandOutputDelta { session_id: SessionId, turn_id: TurnId, item_id: String, output_index: i64, delta: String },
     /// A turn waits for the environment's initialization: once when it starts
@@ -162,6 +200,10 @@ impl EventBody {
             | EventBody::OutputTextDone { turn_id, .. }
             | EventBody::ContentPartAdded { turn_id, .. }
             | EventBody::ContentPartDone { turn_id, .. }
+            | EventBody::ReasoningSummaryPartAdded { turn_id, .. }
+            | EventBody::ReasoningSummaryTextDelta { turn_id, .. }
+            | EventBody::ReasoningSummaryTextDone { turn_id, .. }
+            | EventBody::ReasoningSummaryPartDone { turn_id, .. }
             | EventBody::CommandOutputDelta { turn_id, .. } => Some(*turn_id),
             EventBody::EnvironmentPending { turn_id, .. }
             | EventBody::EnvironmentReady { turn_id, .. }

@@ -51,6 +51,27 @@ pub enum Phase {
     FinalAnswer,
 }
 
+/// One part of a reasoning item's summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "type", rename = "summary_text")]
+pub struct SummaryText {
+    pub text: String,
+}
+
+/// Where a reasoning item came from, so that it can go back to the model that
+/// wrote it (Rebyte extension; opaque to clients).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReasoningSource {
+    /// The upstream wire format (`anthropic`, `openai_chat`, `openai_responses`).
+    pub format: String,
+    /// The upstream's own id of the item.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_id: Option<String>,
+    /// The upstream withheld the text (`encrypted_content` holds it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
+}
+
 /// One item of a session's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -106,6 +127,19 @@ pub enum Item {
         duration_ms: Option<i64>,
         status: ItemStatus,
     },
+    /// The model's reasoning before a step's answer: its summary text, and
+    /// what the provider needs back on the next step.
+    Reasoning {
+        id: String,
+        turn_id: TurnId,
+        status: ItemStatus,
+        summary: Vec<SummaryText>,
+        /// The provider's opaque reasoning state (a signature, encrypted content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<ReasoningSource>,
+    },
     /// A Dynamic Workflow program the model ran (`dynamic_workflow`).
     Program {
         id: String,
@@ -135,6 +169,7 @@ impl Item {
             | Item::FunctionCallOutput { id, .. }
             | Item::McpCall { id, .. }
             | Item::CommandExecution { id, .. }
+            | Item::Reasoning { id, .. }
             | Item::Program { id, .. }
             | Item::ProgramOutput { id, .. } => id,
         }
@@ -147,6 +182,7 @@ impl Item {
             | Item::FunctionCallOutput { turn_id, .. }
             | Item::McpCall { turn_id, .. }
             | Item::CommandExecution { turn_id, .. }
+            | Item::Reasoning { turn_id, .. }
             | Item::Program { turn_id, .. }
             | Item::ProgramOutput { turn_id, .. } => *turn_id,
         }

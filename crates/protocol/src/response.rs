@@ -71,6 +71,10 @@ fn output_item_of(item: &Item, settled: bool) -> Option<Value> {
             "arguments": arguments_string(arguments), "output": string_of(output), "error": string_of(error),
             "status": item_status(*status),
         })),
+        Item::Reasoning { id, summary, encrypted_content, status, .. } => Some(json!({
+            "id": id, "type": "reasoning", "summary": summary, "status": item_status(*status),
+            "encrypted_content": encrypted_content,
+        })),
         Item::Program { id, call_id, code, fingerprint, .. } => Some(json!({
             "id": id, "type": "program", "call_id": call_id, "code": code, "fingerprint": fingerprint,
         })),

@@ -1,25 +1,27 @@
 //! The scripted model server: a real HTTP server on `127.0.0.1` that speaks
-//! the OpenAI Chat Completions and Anthropic Messages wire formats and plays
+//! the OpenAI Chat Completions, OpenAI Responses and Anthropic Messages wire
+//! formats and plays
 //! a script, one step per request, recording every request it receives.
 //!
 //! # Layout
 //! - [`ModelServer`]: start it, queue [`Step`]s, read the recorded requests.
 //! - [`script`]: the steps, their builders and their JSON form.
-//! - `openai`, `anthropic`: a reply rendered in each wire format.
+//! - `openai`, `responses`, `anthropic`: a reply rendered in each wire format.
 //! - `playback`: delivering a streamed reply (delays, cut, stall, abort).
 //! - `control`: the HTTP control endpoints, for tests outside Rust:
 //!   `POST /_script` (append steps: a JSON list, or `{"steps": […]}`, each
 //!   step may carry `"repeat": n`), `GET /_script`, `DELETE /_script`,
 //!   `GET /_requests`, `DELETE /_requests`, `GET /_stats`, `POST /_reset`.
 //!
-//! Model endpoints: `POST /v1/chat/completions` (also `/chat/completions`)
-//! and `POST /v1/messages`. A request's `stream` field picks SSE or one JSON
+//! Model endpoints: `POST /v1/chat/completions` (also `/chat/completions`),
+//! `POST /v1/responses` (also `/responses`) and `POST /v1/messages`. A request's `stream` field picks SSE or one JSON
 //! answer. When the script is exhausted the answer is a 500 saying so.
 
 mod anthropic;
 mod control;
 mod openai;
 mod playback;
+mod responses;
 pub mod script;
 
 pub use script::{ErrorReply, Reply, ScriptedToolCall, ScriptedUsage, Step};
@@ -210,20 +212,27 @@ fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/v1/chat/completions", post(chat_completions))
         .route("/chat/completions", post(chat_completions))
+        .route("/v1/responses", post(responses))
+        .route("/responses", post(responses))
         .route("/v1/messages", post(messages))
         .merge(control::routes())
         .with_state(shared)
 }
 
-/// The two wire formats.
+/// The three wire formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wire {
     OpenAi,
+    Responses,
     Anthropic,
 }
 
 async fn chat_completions(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
     answer(shared, Wire::OpenAi, uri, headers, body).await
+}
+
+async fn responses(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    answer(shared, Wire::Responses, uri, headers, body).await
 }
 
 async fn messages(State(shared): State<Arc<Shared>>, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
@@ -258,6 +267,7 @@ async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, r
     };
     let error_body = |kind: &str, message: &str| match wire {
         Wire::OpenAi => openai::error_body(kind, message),
+        Wire::Responses => responses::error_body(kind, message),
         Wire::Anthropic => anthropic::error_body(kind, message),
     };
     let reply = match step {
@@ -293,12 +303,14 @@ async fn answer(shared: Arc<Shared>, wire: Wire, uri: Uri, headers: HeaderMap, r
     if body.get("stream").and_then(Value::as_bool) != Some(true) {
         let complete = match wire {
             Wire::OpenAi => openai::complete(&reply, &ctx),
+            Wire::Responses => responses::complete(&reply, &ctx),
             Wire::Anthropic => anthropic::complete(&reply, &ctx),
         };
         return json_response(StatusCode::OK, &complete);
     }
     let frames = match wire {
         Wire::OpenAi => openai::stream(&reply, &ctx),
+        Wire::Responses => responses::stream(&reply, &ctx),
         Wire::Anthropic => anthropic::stream(&reply, &ctx),
     };
     let sent_at = FrameTimes::default();

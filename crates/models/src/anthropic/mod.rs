@@ -1,8 +1,17 @@
 //! The Anthropic Messages provider (`POST {base}/v1/messages`, streamed).
 //!
-//! Not translated (yet): `reasoning_effort` (extended thinking would need its
-//! signed thinking blocks kept in the history) and `text_format`; both are
-//! ignored for this provider.
+//! How the request's settings are sent:
+//! - `reasoning_effort` turns on extended thinking with a budget (minimal and
+//!   low 1024 tokens, medium 4096, high 16384, xhigh 32768) inside
+//!   `max_tokens`; `none` leaves it off. Thinking blocks stream as reasoning
+//!   and are sent back, signed, on the next step, as the API requires.
+//! - `text_format`: a JSON Schema goes as `output_config.format`
+//!   (structured outputs); `json_object`, which has no setting, becomes
+//!   [`JSON_OBJECT_INSTRUCTION`] at the end of the system prompt.
+//! - `temperature` and `top_p` are sent unless thinking is on (the API
+//!   refuses them together).
+//! - Not sent, the API having no such setting: `verbosity`, `service_tier`,
+//!   `reasoning_summary`.
 
 mod request;
 mod stream;
@@ -22,6 +31,13 @@ pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const API_VERSION: &str = "2023-06-01";
 /// `max_tokens` when the request sets no `max_output_tokens` (the API requires one).
 pub const DEFAULT_MAX_TOKENS: u32 = 8192;
+
+/// The smallest thinking budget the API accepts.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+/// What `json_object` adds to the system prompt.
+pub const JSON_OBJECT_INSTRUCTION: &str = "Answer with a single JSON object and nothing else.";
+/// [`crate::types::Reasoning::origin`] of thinking blocks.
+pub const REASONING_ORIGIN: &str = "anthropic";
 
 /// A Messages API endpoint.
 #[derive(Debug, Clone)]

@@ -3,24 +3,50 @@
 //! assistant text and its `tool_use` blocks, and the `tool_result` blocks
 //! (plus any user text) that answer them.
 
-use super::DEFAULT_MAX_TOKENS;
+use super::{DEFAULT_MAX_TOKENS, JSON_OBJECT_INSTRUCTION, MIN_THINKING_BUDGET};
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, ToolCall};
+use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, TextFormat, ToolCall};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<&'a str>,
+    system: Option<Cow<'a, str>>,
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<Thinking>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_config: Option<OutputConfig<'a>>,
+}
+
+#[derive(Serialize)]
+struct Thinking {
+    r#type: &'static str,
+    budget_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct OutputConfig<'a> {
+    format: OutputFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct OutputFormat<'a> {
+    r#type: &'static str,
+    schema: &'a Value,
 }
 
 #[derive(Serialize)]
@@ -32,6 +58,8 @@ struct WireMessage<'a> {
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 enum Block<'a> {
+    Thinking { thinking: &'a str, signature: &'a str },
+    RedactedThinking { data: &'a str },
     Text { text: &'a str },
     ToolUse { id: &'a str, name: &'a str, input: Input<'a> },
     ToolResult { tool_use_id: &'a str, content: &'a str },
@@ -58,6 +86,10 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     for message in &request.messages {
         let (role, block) = match message {
             Message::User { text } => ("user", Block::Text { text }),
+            Message::Reasoning(reasoning) => match thinking_block(reasoning) {
+                Some(block) => ("assistant", block),
+                None => continue,
+            },
             Message::Assistant { text } if text.is_empty() => continue,
             Message::Assistant { text } => ("assistant", Block::Text { text }),
             Message::ToolCall(call) => ("assistant", tool_use(call)),
@@ -68,10 +100,22 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
             _ => messages.push(WireMessage { role, content: vec![block] }),
         }
     }
+    let (max_tokens, thinking) = budget(request);
+    let thinks = thinking.is_some();
+    let sampling = |value: Option<f64>| value.filter(|_| !thinks);
     let body = Body {
         model: &request.model,
-        max_tokens: request.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
-        system: request.instructions.as_deref(),
+        max_tokens,
+        system: system(request),
+        thinking,
+        temperature: sampling(request.temperature),
+        top_p: sampling(request.top_p),
+        output_config: match &request.text_format {
+            Some(TextFormat::JsonSchema { schema, .. }) => {
+                Some(OutputConfig { format: OutputFormat { r#type: "json_schema", schema } })
+            }
+            Some(TextFormat::JsonObject) | None => None,
+        },
         messages,
         tools: request
             .tools
@@ -82,6 +126,47 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     };
     serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
         message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
+    })
+}
+
+/// The thinking budget for the requested effort: `max_tokens` counts the
+/// thinking too, so an unset limit grows by the budget, and a set one
+/// smaller than the smallest budget the API takes (1024) turns thinking off.
+fn budget(request: &ModelRequest) -> (u32, Option<Thinking>) {
+    let budget = match request.reasoning_effort {
+        None | Some(ReasoningEffort::None) => None,
+        Some(ReasoningEffort::Minimal | ReasoningEffort::Low) => Some(MIN_THINKING_BUDGET),
+        Some(ReasoningEffort::Medium) => Some(4096),
+        Some(ReasoningEffort::High) => Some(16384),
+        Some(ReasoningEffort::XHigh) => Some(32768),
+    };
+    let thinking = |budget_tokens| Some(Thinking { r#type: "enabled", budget_tokens });
+    match (request.max_output_tokens, budget) {
+        (None, None) => (DEFAULT_MAX_TOKENS, None),
+        (None, Some(budget)) => (DEFAULT_MAX_TOKENS + budget, thinking(budget)),
+        (Some(max), Some(budget)) if max > MIN_THINKING_BUDGET => (max, thinking(budget.min(max - 1))),
+        (Some(max), _) => (max, None),
+    }
+}
+
+/// The system prompt; `json_object`, which the API has no setting for,
+/// becomes a sentence at its end.
+fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
+    let instructions = request.instructions.as_deref();
+    match (&request.text_format, instructions) {
+        (Some(TextFormat::JsonObject), Some(text)) => Some(Cow::Owned(format!("{text}\n\n{JSON_OBJECT_INSTRUCTION}"))),
+        (Some(TextFormat::JsonObject), None) => Some(Cow::Borrowed(JSON_OBJECT_INSTRUCTION)),
+        (_, text) => text.map(Cow::Borrowed),
+    }
+}
+
+/// A thinking block to send back: only Anthropic's own, with the signature
+/// the API checks; a block without one (cut off mid-stream) is dropped.
+fn thinking_block(reasoning: &Reasoning) -> Option<Block<'_>> {
+    let signature = reasoning.signature.as_deref().filter(|_| reasoning.is_from(super::REASONING_ORIGIN))?;
+    Some(match reasoning.redacted {
+        true => Block::RedactedThinking { data: signature },
+        false => Block::Thinking { thinking: &reasoning.text, signature },
     })
 }
 
@@ -114,9 +199,9 @@ mod tests {
             ],
             ..ModelRequest::default()
         };
-        let body: Value = serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap();
+        let sent: Value = serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap();
         assert_eq!(
-            body,
+            sent,
             json!({
                 "model": "claude-x",
                 "max_tokens": DEFAULT_MAX_TOKENS,
@@ -137,5 +222,71 @@ mod tests {
                 "stream": true
             })
         );
+    }
+
+    fn with(effort: Option<ReasoningEffort>, max: Option<u32>) -> Value {
+        let mut request = ModelRequest::new("claude-x").message(Message::user("hi"));
+        request.reasoning_effort = effort;
+        request.max_output_tokens = max;
+        request.temperature = Some(0.2);
+        serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap()
+    }
+
+    #[test]
+    fn effort_becomes_a_thinking_budget_inside_max_tokens_and_drops_sampling() {
+        let sent = with(Some(ReasoningEffort::Medium), None);
+        assert_eq!(sent["thinking"], json!({"type": "enabled", "budget_tokens": 4096}));
+        assert_eq!(sent["max_tokens"], json!(DEFAULT_MAX_TOKENS + 4096));
+        assert_eq!(sent.get("temperature"), None);
+        let sent = with(Some(ReasoningEffort::XHigh), Some(20000));
+        assert_eq!(sent["thinking"], json!({"type": "enabled", "budget_tokens": 19999}));
+        assert_eq!(sent["max_tokens"], json!(20000));
+        let sent = with(Some(ReasoningEffort::High), Some(1000));
+        assert_eq!((sent.get("thinking"), &sent["max_tokens"]), (None, &json!(1000)));
+        assert_eq!(sent["temperature"], json!(0.2));
+        let sent = with(Some(ReasoningEffort::None), None);
+        assert_eq!((sent.get("thinking"), &sent["temperature"]), (None, &json!(0.2)));
+    }
+
+    #[test]
+    fn own_signed_thinking_goes_back_first_and_other_reasoning_does_not() {
+        let signed =
+            Reasoning { signature: Some("sig".into()), ..Reasoning::new(super::super::REASONING_ORIGIN, "hm") };
+        let redacted = Reasoning {
+            signature: Some("opaque".into()),
+            redacted: true,
+            ..Reasoning::new(super::super::REASONING_ORIGIN, "")
+        };
+        let foreign = Reasoning { signature: Some("enc".into()), ..Reasoning::new("openai_responses", "x") };
+        let unsigned = Reasoning::new(super::super::REASONING_ORIGIN, "cut off");
+        let request = ModelRequest::new("claude-x")
+            .message(Message::user("hi"))
+            .message(Message::Reasoning(signed))
+            .message(Message::Reasoning(redacted))
+            .message(Message::Reasoning(foreign))
+            .message(Message::Reasoning(unsigned))
+            .message(Message::ToolCall(ToolCall::new("t1", "ls", "{}")));
+        let sent: Value = serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap();
+        assert_eq!(
+            sent["messages"][1],
+            json!({"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "hm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "opaque"},
+                {"type": "tool_use", "id": "t1", "name": "ls", "input": {}}
+            ]})
+        );
+    }
+
+    #[test]
+    fn a_schema_is_an_output_format_and_json_object_a_sentence_of_the_system_prompt() {
+        let mut request = ModelRequest::new("claude-x").instructions("be brief").message(Message::user("hi"));
+        request.text_format = Some(TextFormat::json_schema("answer", json!({"type": "object"})));
+        let sent: Value = serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap();
+        assert_eq!(sent["output_config"], json!({"format": {"type": "json_schema", "schema": {"type": "object"}}}));
+        assert_eq!(sent["system"], json!("be brief"));
+        request.text_format = Some(TextFormat::JsonObject);
+        let sent: Value = serde_json::from_slice(&body(&request, "anthropic").unwrap()).unwrap();
+        assert_eq!(sent.get("output_config"), None);
+        assert_eq!(sent["system"], json!(format!("be brief\n\n{JSON_OBJECT_INSTRUCTION}")));
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::driver::WireDecoder;
 use crate::sse::{StreamFault, clip};
-use crate::types::{FinishReason, ModelEvent, ToolCall, ToolCallDelta, Usage};
+use crate::types::{FinishReason, ModelEvent, Reasoning, ToolCall, ToolCallDelta, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -62,6 +62,13 @@ enum BlockStart<'a> {
         id: String,
         name: String,
     },
+    Thinking {
+        #[serde(borrow, default)]
+        thinking: Cow<'a, str>,
+    },
+    RedactedThinking {
+        data: String,
+    },
     #[serde(other)]
     Other,
 }
@@ -76,6 +83,13 @@ enum BlockDelta<'a> {
     InputJsonDelta {
         #[serde(borrow)]
         partial_json: Cow<'a, str>,
+    },
+    ThinkingDelta {
+        #[serde(borrow)]
+        thinking: Cow<'a, str>,
+    },
+    SignatureDelta {
+        signature: String,
     },
     #[serde(other)]
     Other,
@@ -104,6 +118,8 @@ struct WireUsage {
 pub(super) struct MessagesDecoder {
     /// `tool_use` blocks by content-block index, until their `content_block_stop`.
     tools: Vec<Option<ToolCall>>,
+    /// The thinking block open now (they do not interleave), with its index.
+    thinking: Option<(usize, Reasoning)>,
     usage: Usage,
     finish: Option<FinishReason>,
     /// Whether to yield [`ModelEvent::ToolCallDelta`]s.
@@ -139,6 +155,17 @@ impl WireDecoder for MessagesDecoder {
                     }
                     self.tools[index] = Some(ToolCall { id, name, arguments: String::new() });
                 }
+                BlockStart::Thinking { thinking } => {
+                    if !thinking.is_empty() {
+                        out.push_back(ModelEvent::ReasoningDelta(thinking.to_string()));
+                    }
+                    self.thinking = Some((index, Reasoning::new(super::REASONING_ORIGIN, thinking)));
+                }
+                BlockStart::RedactedThinking { data } => {
+                    let reasoning = Reasoning { signature: Some(data), redacted: true, ..Reasoning::default() };
+                    self.thinking =
+                        Some((index, Reasoning { origin: Some(super::REASONING_ORIGIN.into()), ..reasoning }));
+                }
                 BlockStart::Text { .. } | BlockStart::Other => {}
             },
             Event::ContentBlockDelta { index, delta } => match delta {
@@ -159,9 +186,22 @@ impl WireDecoder for MessagesDecoder {
                         )));
                     }
                 },
+                BlockDelta::ThinkingDelta { thinking } => {
+                    let reasoning = self.thinking_at(index)?;
+                    reasoning.text.push_str(&thinking);
+                    if !thinking.is_empty() {
+                        out.push_back(ModelEvent::ReasoningDelta(thinking.into_owned()));
+                    }
+                }
+                BlockDelta::SignatureDelta { signature } => {
+                    self.thinking_at(index)?.signature.get_or_insert_with(String::new).push_str(&signature);
+                }
                 BlockDelta::TextDelta { .. } | BlockDelta::Other => {}
             },
             Event::ContentBlockStop { index } => {
+                if let Some((_, reasoning)) = self.thinking.take_if(|(at, _)| *at == index) {
+                    out.push_back(ModelEvent::Reasoning(reasoning));
+                }
                 if let Some(mut call) = self.tools.get_mut(index).and_then(Option::take) {
                     if call.arguments.trim().is_empty() {
                         call.arguments.push_str("{}");
@@ -191,6 +231,14 @@ impl WireDecoder for MessagesDecoder {
 }
 
 impl MessagesDecoder {
+    /// The open thinking block at `index`, which a thinking delta must be for.
+    fn thinking_at(&mut self, index: usize) -> Result<&mut Reasoning, StreamFault> {
+        match &mut self.thinking {
+            Some((at, reasoning)) if *at == index => Ok(reasoning),
+            _ => Err(StreamFault::Malformed(format!("thinking delta for block {index}, not a thinking block"))),
+        }
+    }
+
     /// Folds Anthropic usage into ours: its `input_tokens` excludes cache
     /// reads and writes, ours includes them.
     fn add_usage(&mut self, usage: WireUsage) {
@@ -233,6 +281,48 @@ mod tests {
         let data = r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
         let fault = MessagesDecoder::default().event("error", data, &mut VecDeque::new()).unwrap_err();
         assert_eq!(fault, StreamFault::Upstream("overloaded_error: Overloaded".into()));
+    }
+
+    #[test]
+    fn thinking_blocks_stream_as_reasoning_and_end_with_their_signature() {
+        let mut decoder = MessagesDecoder::default();
+        let mut out = VecDeque::new();
+        for data in [
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":""}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Two and "}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"two."}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c2ln"}}"#,
+            r#"{"type":"content_block_stop","index":0}"#,
+            r#"{"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"b3Bh"}}"#,
+            r#"{"type":"content_block_stop","index":1}"#,
+            r#"{"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}"#,
+            r#"{"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"4"}}"#,
+        ] {
+            decoder.event("", data, &mut out).unwrap();
+        }
+        let origin = Some(super::super::REASONING_ORIGIN.to_owned());
+        assert_eq!(
+            out.into_iter().collect::<Vec<_>>(),
+            vec![
+                ModelEvent::ReasoningDelta("Two and ".into()),
+                ModelEvent::ReasoningDelta("two.".into()),
+                ModelEvent::Reasoning(Reasoning {
+                    text: "Two and two.".into(),
+                    signature: Some("c2ln".into()),
+                    origin: origin.clone(),
+                    ..Reasoning::default()
+                }),
+                ModelEvent::Reasoning(Reasoning {
+                    signature: Some("b3Bh".into()),
+                    redacted: true,
+                    origin,
+                    ..Reasoning::default()
+                }),
+                ModelEvent::TextDelta("4".into()),
+            ]
+        );
+        let stray = r#"{"type":"content_block_delta","index":5,"delta":{"type":"thinking_delta","thinking":"x"}}"#;
+        assert!(matches!(decoder.event("", stray, &mut VecDeque::new()), Err(StreamFault::Malformed(_))));
     }
 
     #[test]

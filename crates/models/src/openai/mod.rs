@@ -1,6 +1,14 @@
 //! The OpenAI Chat Completions provider (`POST {base}/chat/completions`,
 //! streamed): OpenAI itself and the many servers that speak its format
 //! (vLLM, llama.cpp, Ollama, LM Studio, gateways).
+//!
+//! Sent: `reasoning_effort`, `response_format` (`json_schema` with its
+//! `strict`, or `json_object`), `max_completion_tokens`, `temperature`,
+//! `top_p`, `verbosity`, `service_tier`; a server that does not know one
+//! answers as it does (most ignore unknown fields). Not sent:
+//! `reasoning_summary` (no such field) and the history's reasoning.
+//! Streamed reasoning arrives as `reasoning_content` (vLLM, llama.cpp,
+//! DeepSeek) or `reasoning` (Ollama, OpenRouter) deltas.
 
 mod request;
 mod stream;
@@ -13,6 +21,11 @@ use crate::transport::{self, Endpoint};
 use crate::types::ModelRequest;
 use reqwest::header::{AUTHORIZATION, HeaderMap};
 use std::sync::Arc;
+
+/// [`crate::types::Reasoning::origin`] of the reasoning this wire format
+/// streams (`reasoning_content` / `reasoning` deltas). Chat Completions takes
+/// no reasoning back, so none is ever sent.
+pub const REASONING_ORIGIN: &str = "openai_chat";
 
 /// The default base URL (`OPENAI_BASE_URL` overrides it).
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";

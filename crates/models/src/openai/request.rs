@@ -2,7 +2,7 @@
 //! borrowing from the request instead of copying the history.
 
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, ToolCall};
+use crate::types::{Message, ModelRequest, TextFormat, ToolCall};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -21,6 +21,14 @@ struct Body<'a> {
     response_format: Option<ResponseFormat<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    top_p: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    verbosity: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    service_tier: Option<&'a str>,
 }
 
 #[derive(Serialize)]
@@ -72,16 +80,30 @@ struct WireFunction<'a> {
 }
 
 #[derive(Serialize)]
-struct ResponseFormat<'a> {
-    r#type: &'static str,
-    json_schema: JsonSchema<'a>,
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ResponseFormat<'a> {
+    JsonSchema { json_schema: JsonSchema<'a> },
+    JsonObject,
 }
 
 #[derive(Serialize)]
 struct JsonSchema<'a> {
     name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
     schema: &'a Value,
     strict: bool,
+}
+
+impl<'a> ResponseFormat<'a> {
+    fn new(format: &'a TextFormat) -> Self {
+        match format {
+            TextFormat::JsonSchema { name, description, schema, strict } => Self::JsonSchema {
+                json_schema: JsonSchema { name, description: description.as_deref(), schema, strict: *strict },
+            },
+            TextFormat::JsonObject => Self::JsonObject,
+        }
+    }
 }
 
 /// The JSON body for `request`, always streamed with usage.
@@ -93,6 +115,9 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     for message in &request.messages {
         match message {
             Message::User { text } => messages.push(WireMessage::new("user", Some(text))),
+            // Chat Completions has no place for reasoning in the history
+            // (DeepSeek refuses a `reasoning_content` sent back).
+            Message::Reasoning(_) => {}
             Message::Assistant { text } => messages.push(WireMessage::new("assistant", Some(text))),
             Message::ToolCall(call) => push_tool_call(&mut messages, call),
             Message::ToolResult { call_id, content } => {
@@ -120,11 +145,12 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
         stream: true,
         stream_options: StreamOptions { include_usage: true },
         reasoning_effort: request.reasoning_effort.map(|effort| effort.as_str()),
-        response_format: request.text_format.as_ref().map(|format| ResponseFormat {
-            r#type: "json_schema",
-            json_schema: JsonSchema { name: &format.name, schema: &format.schema, strict: format.strict },
-        }),
+        response_format: request.text_format.as_ref().map(ResponseFormat::new),
         max_completion_tokens: request.max_output_tokens,
+        temperature: request.temperature,
+        top_p: request.top_p,
+        verbosity: request.verbosity.map(|verbosity| verbosity.as_str()),
+        service_tier: request.service_tier.as_deref(),
     };
     serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
         message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
@@ -152,7 +178,7 @@ fn push_tool_call<'a>(messages: &mut Vec<WireMessage<'a>>, call: &'a ToolCall) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{ReasoningEffort, ToolSpec};
+    use crate::types::{Reasoning, ReasoningEffort, ToolSpec, Verbosity};
     use serde_json::json;
 
     #[test]
@@ -172,9 +198,9 @@ mod tests {
             reasoning_effort: Some(ReasoningEffort::Low),
             ..ModelRequest::default()
         };
-        let body: Value = serde_json::from_slice(&body(&request, "openai").unwrap()).unwrap();
+        let sent: Value = serde_json::from_slice(&body(&request, "openai").unwrap()).unwrap();
         assert_eq!(
-            body,
+            sent,
             json!({
                 "model": "m",
                 "messages": [
@@ -192,6 +218,44 @@ mod tests {
                 "stream_options": {"include_usage": true},
                 "reasoning_effort": "low"
             })
+        );
+    }
+
+    #[test]
+    fn output_and_sampling_settings_are_sent_and_reasoning_is_not() {
+        let mut request = ModelRequest::new("m").message(Message::user("hi"));
+        request.messages.push(Message::Reasoning(Reasoning::new(super::super::REASONING_ORIGIN, "hmm")));
+        request.messages.push(Message::assistant("{}"));
+        request.text_format = Some(TextFormat::JsonObject);
+        request.temperature = Some(0.5);
+        request.top_p = Some(0.9);
+        request.verbosity = Some(Verbosity::Low);
+        request.service_tier = Some("flex".into());
+        request.max_output_tokens = Some(64);
+        let sent: Value = serde_json::from_slice(&body(&request, "openai").unwrap()).unwrap();
+        assert_eq!(sent["response_format"], json!({"type": "json_object"}));
+        assert_eq!(
+            sent["messages"],
+            json!([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "{}"}])
+        );
+        assert_eq!(
+            (&sent["temperature"], &sent["top_p"], &sent["verbosity"], &sent["service_tier"]),
+            (&json!(0.5), &json!(0.9), &json!("low"), &json!("flex"))
+        );
+        assert_eq!(sent["max_completion_tokens"], json!(64));
+
+        request.text_format = Some(TextFormat::JsonSchema {
+            name: "answer".into(),
+            description: Some("the answer".into()),
+            schema: json!({"type": "object"}),
+            strict: false,
+        });
+        let sent: Value = serde_json::from_slice(&body(&request, "openai").unwrap()).unwrap();
+        assert_eq!(
+            sent["response_format"],
+            json!({"type": "json_schema", "json_schema": {
+                "name": "answer", "description": "the answer", "schema": {"type": "object"}, "strict": false
+            }})
         );
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::driver::WireDecoder;
 use crate::sse::{StreamFault, clip};
-use crate::types::{FinishReason, ModelEvent, ToolCall, ToolCallDelta, Usage};
+use crate::types::{FinishReason, ModelEvent, Reasoning, ToolCall, ToolCallDelta, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -33,8 +33,31 @@ struct Choice<'a> {
 struct Delta<'a> {
     #[serde(borrow, default)]
     content: Option<Cow<'a, str>>,
+    /// vLLM, llama.cpp, DeepSeek.
+    #[serde(borrow, default)]
+    reasoning_content: Option<Text<'a>>,
+    /// Ollama, OpenRouter, newer vLLM.
+    #[serde(borrow, default)]
+    reasoning: Option<Text<'a>>,
     #[serde(borrow, default)]
     tool_calls: Option<Vec<ToolCallFragment<'a>>>,
+}
+
+/// A reasoning field: text, or something else a server put there (ignored).
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Text<'a> {
+    Text(#[serde(borrow)] Cow<'a, str>),
+    Other(serde::de::IgnoredAny),
+}
+
+impl<'a> Text<'a> {
+    fn text(self) -> Option<Cow<'a, str>> {
+        match self {
+            Self::Text(text) if !text.is_empty() => Some(text),
+            _ => None,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -98,6 +121,8 @@ pub(super) struct ChatDecoder {
     usage: Option<Usage>,
     /// Whether to yield [`ModelEvent::ToolCallDelta`]s.
     deltas: bool,
+    /// The reasoning streamed so far, until the answer (or the end) starts.
+    reasoning: Option<String>,
 }
 
 impl ChatDecoder {
@@ -111,6 +136,7 @@ impl WireDecoder for ChatDecoder {
 
     fn event(&mut self, _event: &str, data: &str, out: &mut VecDeque<ModelEvent>) -> Result<bool, StreamFault> {
         if data == "[DONE]" {
+            self.end_reasoning(out);
             self.flush_calls(out);
             if let Some(usage) = self.usage.take() {
                 out.push_back(ModelEvent::Usage(usage));
@@ -127,10 +153,16 @@ impl WireDecoder for ChatDecoder {
         }
         for choice in chunk.choices.into_iter().flatten().filter(|c| c.index == 0) {
             if let Some(delta) = choice.delta {
+                if let Some(thought) = delta.reasoning_content.or(delta.reasoning).and_then(Text::text) {
+                    self.reasoning.get_or_insert_with(String::new).push_str(&thought);
+                    out.push_back(ModelEvent::ReasoningDelta(thought.into_owned()));
+                }
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
+                    self.end_reasoning(out);
                     out.push_back(ModelEvent::TextDelta(text.into_owned()));
                 }
                 for fragment in delta.tool_calls.into_iter().flatten() {
+                    self.end_reasoning(out);
                     let index = self.add_fragment(fragment);
                     if self.deltas {
                         self.announce(index, out);
@@ -138,6 +170,7 @@ impl WireDecoder for ChatDecoder {
                 }
             }
             if let Some(reason) = choice.finish_reason {
+                self.end_reasoning(out);
                 self.finish = Some(finish_reason(&reason));
                 self.flush_calls(out);
             }
@@ -155,6 +188,13 @@ impl WireDecoder for ChatDecoder {
 }
 
 impl ChatDecoder {
+    /// The reasoning block is complete once anything else starts.
+    fn end_reasoning(&mut self, out: &mut VecDeque<ModelEvent>) {
+        if let Some(text) = self.reasoning.take() {
+            out.push_back(ModelEvent::Reasoning(Reasoning::new(super::REASONING_ORIGIN, text)));
+        }
+    }
+
     /// Adds a fragment to its call; returns the call's index.
     fn add_fragment(&mut self, fragment: ToolCallFragment<'_>) -> usize {
         // A server that omits `index` streams one call at a time: a fragment
@@ -293,6 +333,27 @@ mod tests {
                 delta("1}"),
                 ModelEvent::ToolCall(ToolCall::new("a", "call_tool", "{\"s\":1}")),
                 ModelEvent::Finish(FinishReason::ToolCalls),
+            ]
+        );
+    }
+
+    #[test]
+    fn reasoning_deltas_of_either_name_end_in_one_block_before_the_answer() {
+        let events = run(&[
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","reasoning_content":"Let me "}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":"think.","content":""}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning":{"format":"unknown"},"content":"4"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::ReasoningDelta("Let me ".into()),
+                ModelEvent::ReasoningDelta("think.".into()),
+                ModelEvent::Reasoning(Reasoning::new(super::super::REASONING_ORIGIN, "Let me think.")),
+                ModelEvent::TextDelta("4".into()),
+                ModelEvent::Finish(FinishReason::Stop),
             ]
         );
     }

@@ -25,12 +25,15 @@ pub enum ProviderKind {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses (`kind = "openai_responses"`).
+    #[serde(rename = "openai_responses")]
+    OpenAiResponses,
 }
 
 impl ProviderKind {
     pub(crate) fn default_base_url(self) -> &'static str {
         match self {
-            Self::OpenAi => crate::openai::DEFAULT_BASE_URL,
+            Self::OpenAi | Self::OpenAiResponses => crate::openai::DEFAULT_BASE_URL,
             Self::Anthropic => crate::anthropic::DEFAULT_BASE_URL,
         }
     }

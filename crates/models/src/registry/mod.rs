@@ -30,6 +30,7 @@ pub use config::ProviderKind;
 use crate::anthropic::Anthropic;
 use crate::error::{ModelError, Result};
 use crate::openai::OpenAiChat;
+use crate::openai_responses::OpenAiResponses;
 use crate::provider::{ModelStream, Provider};
 use crate::settings::{ApiKey, ProviderConfig, ProviderSettings};
 use crate::types::ModelRequest;
@@ -206,7 +207,9 @@ impl Builder<'_> {
         for (name, entry) in &self.file.providers {
             if entry.kind.is_none() && builtin_kind(name).is_none() {
                 return Err(ModelError::Config {
-                    message: format!("[providers.{name}] needs `kind = \"openai\"` or `kind = \"anthropic\"`"),
+                    message: format!(
+                        "[providers.{name}] needs `kind = \"openai\"`, `kind = \"openai_responses\"` or `kind = \"anthropic\"`"
+                    ),
                 });
             }
         }
@@ -257,7 +260,7 @@ impl Builder<'_> {
         let (url_var, key_var) = match builtin_kind(provider) {
             Some(ProviderKind::OpenAi) => (Some("OPENAI_BASE_URL"), Some("OPENAI_API_KEY")),
             Some(ProviderKind::Anthropic) => (Some("ANTHROPIC_BASE_URL"), Some("ANTHROPIC_API_KEY")),
-            None => (None, None),
+            Some(ProviderKind::OpenAiResponses) | None => (None, None),
         };
         let base_url = model
             .and_then(|m| m.base_url.clone())
@@ -281,6 +284,7 @@ impl Builder<'_> {
         let made: Result<Arc<dyn Provider>> = match kind {
             ProviderKind::OpenAi => OpenAiChat::new(config).map(|p| Arc::new(p) as Arc<dyn Provider>),
             ProviderKind::Anthropic => Anthropic::new(config).map(|p| Arc::new(p) as Arc<dyn Provider>),
+            ProviderKind::OpenAiResponses => OpenAiResponses::new(config).map(|p| Arc::new(p) as Arc<dyn Provider>),
         };
         match made {
             Ok(provider) => Route::Ready(provider),

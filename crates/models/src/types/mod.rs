@@ -1,11 +1,28 @@
 //! Provider-neutral request and event types: what the engine sends to a model
 //! and what comes back. Every provider translates from and to these; none of
 //! them carries a wire detail of a particular API.
+//!
+//! - this module: the [`ModelRequest`] and its history of [`Message`]s.
+//! - `options`: what a request asks of the output ([`TextFormat`],
+//!   [`ReasoningEffort`], [`ReasoningSummary`], [`Verbosity`]).
+//! - `events`: what a stream yields ([`ModelEvent`], [`Usage`], …).
+//! - `reasoning`: [`Reasoning`], the model's thinking, kept in the history.
+
+mod events;
+mod options;
+mod reasoning;
+
+pub use events::{FinishReason, ModelEvent, ToolCallDelta, Usage};
+pub use options::{ReasoningEffort, ReasoningSummary, TextFormat, Verbosity};
+pub use reasoning::Reasoning;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// One model call: the whole context the model sees for one step of a turn.
+///
+/// Each provider's module doc says which of the settings it sends, and what
+/// it does with those its API has no place for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {
     /// The model name as the upstream knows it ([`crate::ResolvedModel::upstream`]).
@@ -17,11 +34,22 @@ pub struct ModelRequest {
     /// The tools the model may call.
     pub tools: Vec<ToolSpec>,
     pub reasoning_effort: Option<ReasoningEffort>,
-    /// Constrains the final text to a JSON Schema (OpenAI `response_format`).
+    /// Asks for a summary of the model's reasoning (Responses API only).
+    pub reasoning_summary: Option<ReasoningSummary>,
+    /// Constrains the final text to JSON: a schema, or any one object.
     pub text_format: Option<TextFormat>,
-    /// Upper bound on generated tokens; Anthropic requires one and gets
-    /// [`crate::anthropic::DEFAULT_MAX_TOKENS`] when this is `None`.
+    /// Upper bound on generated tokens, reasoning included; Anthropic requires
+    /// one and gets [`crate::anthropic::DEFAULT_MAX_TOKENS`] when this is `None`.
     pub max_output_tokens: Option<u32>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling: only the tokens of this much probability mass.
+    pub top_p: Option<f64>,
+    /// How long the answer should be (OpenAI's GPT-5 `verbosity`).
+    pub verbosity: Option<Verbosity>,
+    /// The upstream's processing tier (`auto`, `default`, `flex`, `priority`
+    /// at OpenAI), passed through as given.
+    pub service_tier: Option<String>,
     /// Also yield [`ModelEvent::ToolCallDelta`]s while tool calls stream (not sent upstream).
     #[serde(default)]
     pub tool_call_deltas: bool,
@@ -55,6 +83,10 @@ impl ModelRequest {
 pub enum Message {
     /// What the user said.
     User { text: String },
+    /// The model's reasoning of one step, placed before that step's text and
+    /// tool calls. Each provider sends back only what it produced itself
+    /// ([`Reasoning::origin`]) and drops the rest.
+    Reasoning(Reasoning),
     /// Text the model answered.
     Assistant { text: String },
     /// A tool call the model made; consecutive calls (and the assistant text
@@ -115,90 +147,4 @@ impl ToolSpec {
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
         Self { name: name.into(), description: description.into(), parameters }
     }
-}
-
-/// How hard a reasoning model should think (OpenAI `reasoning_effort`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ReasoningEffort {
-    None,
-    Minimal,
-    Low,
-    Medium,
-    High,
-    #[serde(rename = "xhigh")]
-    XHigh,
-}
-
-impl ReasoningEffort {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Minimal => "minimal",
-            Self::Low => "low",
-            Self::Medium => "medium",
-            Self::High => "high",
-            Self::XHigh => "xhigh",
-        }
-    }
-}
-
-/// Structured output: the final text must match this JSON Schema.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TextFormat {
-    pub name: String,
-    pub schema: Value,
-    pub strict: bool,
-}
-
-/// Token counts of one model call. `input_tokens` includes the cached ones
-/// and `output_tokens` the reasoning ones, whatever the upstream's convention.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cached_tokens: u64,
-    pub reasoning_tokens: u64,
-}
-
-/// Why the model stopped.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FinishReason {
-    /// A natural end of the answer.
-    Stop,
-    /// The model wants the tool calls it emitted to run.
-    ToolCalls,
-    /// The output token limit was reached.
-    Length,
-    /// The upstream withheld or refused the content.
-    ContentFilter,
-    /// Anything else, as the upstream named it.
-    Other(String),
-}
-
-/// A fragment of a tool call's arguments as it streams, before the call is
-/// complete. The first delta of a call carries every argument byte received so
-/// far (possibly none: the name alone), each later one the bytes after the
-/// previous delta; joined, they are a prefix of the final [`ToolCall::arguments`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolCallDelta {
-    /// The id the complete [`ToolCall`] will carry.
-    pub id: String,
-    pub name: String,
-    pub arguments: String,
-}
-
-/// What a model stream yields, in this order: text deltas (as soon as they
-/// are parsed), complete tool calls, at most one usage, then exactly one
-/// `Finish`, after which the stream ends. When the request asks for
-/// [`ModelRequest::tool_call_deltas`], each call's [`ModelEvent::ToolCallDelta`]s
-/// come as its fragments arrive, before the complete call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ModelEvent {
-    TextDelta(String),
-    ToolCallDelta(ToolCallDelta),
-    ToolCall(ToolCall),
-    Usage(Usage),
-    Finish(FinishReason),
 }

@@ -6,14 +6,15 @@ mod cancel;
 mod errors;
 mod openai_stream;
 mod overhead;
+mod reasoning;
 mod registry;
 mod retry;
 mod timeouts;
 
 use futures::StreamExt;
 use models::{
-    Anthropic, ApiKey, ModelError, ModelEvent, ModelStream, OpenAiChat, ProviderConfig, ProviderSettings, RetryPolicy,
-    Timeouts,
+    Anthropic, ApiKey, ModelError, ModelEvent, ModelStream, OpenAiChat, OpenAiResponses, ProviderConfig,
+    ProviderSettings, RetryPolicy, Timeouts,
 };
 use std::time::Duration;
 use test_support::model_server::ModelServer;
@@ -38,6 +39,13 @@ pub fn fast_settings() -> ProviderSettings {
 pub fn openai(server: &ModelServer) -> OpenAiChat {
     OpenAiChat::new(
         ProviderConfig::new("openai", server.base_url()).api_key(ApiKey::new(KEY)).settings(fast_settings()),
+    )
+    .unwrap()
+}
+
+pub fn responses(server: &ModelServer) -> OpenAiResponses {
+    OpenAiResponses::new(
+        ProviderConfig::new("responses", server.base_url()).api_key(ApiKey::new(KEY)).settings(fast_settings()),
     )
     .unwrap()
 }

@@ -93,6 +93,7 @@ async fn several_tool_calls_are_assembled_from_their_fragments() {
             ],
             usage: Some(Usage::default()),
             finish: Some(FinishReason::ToolCalls),
+            ..ModelResponse::default()
         }
     );
     assert_eq!(

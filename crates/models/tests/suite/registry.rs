@@ -113,6 +113,29 @@ async fn named_providers_in_rebyte_toml_serve_the_models_that_name_them() {
     assert!(!server.requests()[0].headers.contains_key("x-api-key"), "`local` names no key variable");
 }
 
+#[tokio::test]
+async fn an_openai_responses_provider_posts_to_responses_with_its_key() {
+    let server = ModelServer::with_script([Step::text("from responses")]).await.unwrap();
+    let toml = format!(
+        r#"
+        [providers.current]
+        kind = "openai_responses"
+        base_url = "{}"
+        api_key_env = "CURRENT_KEY"
+
+        [models."gpt-current"]
+        provider = "current"
+        "#,
+        server.base_url()
+    );
+    let registry = registry(&[("CURRENT_KEY", "sk-cur")], Some(&toml)).unwrap();
+    let model = registry.resolve("gpt-current").unwrap();
+    let answer = ModelResponse::collect(model.stream(&ModelRequest::new(model.upstream.clone()))).await.unwrap();
+    assert_eq!(answer.text, "from responses");
+    let sent = &server.requests()[0];
+    assert_eq!((sent.path.as_str(), sent.headers["authorization"].as_str()), ("/v1/responses", "Bearer sk-cur"));
+}
+
 #[test]
 fn a_providers_openai_table_makes_openai_the_default_route() {
     let toml = "[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n";

@@ -76,6 +76,9 @@ pub(super) fn conversation_item(g: &mut SchemaGenerator) -> Value {
         object(json!({"id": string(), "type": one_of(&["mcp_call"]), "server_label": string(), "name": string(),
                       "arguments": string(), "output": nullable("string"), "error": nullable("string"),
                       "status": item_status()})),
+        object(json!({"id": string(), "type": one_of(&["reasoning"]), "status": item_status(),
+                      "summary": {"type": "array", "items": object(json!({"type": one_of(&["summary_text"]), "text": string()}))},
+                      "encrypted_content": nullable("string")})),
         object(json!({"id": string(), "type": one_of(&["program"]), "call_id": string(), "code": string(),
                       "fingerprint": string()})),
         object(json!({"id": string(), "type": one_of(&["program_output"]), "call_id": string(), "result": string(),
@@ -147,7 +150,9 @@ pub(super) fn response_stream_event(g: &mut SchemaGenerator) -> Value {
     schema["description"] = json!(
         "`response.created`, `response.in_progress`, `response.output_item.added`, \
          `response.content_part.added`, `response.output_text.delta`, `response.output_text.done`, \
-         `response.content_part.done`, `response.output_item.done`, then `response.completed`, \
+         `response.content_part.done`, `response.reasoning_summary_part.added`, \
+         `response.reasoning_summary_text.delta`, `response.reasoning_summary_text.done`, \
+         `response.reasoning_summary_part.done`, `response.output_item.done`, then `response.completed`, \
          `response.failed` or `response.incomplete`; each carries what the `openai` client's \
          event type of that name holds."
     );

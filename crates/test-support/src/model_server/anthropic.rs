@@ -19,6 +19,18 @@ pub(crate) fn stream(reply: &Reply, ctx: &Ctx<'_>) -> Frames {
         event(json!({"type": "ping"})),
     ];
     let mut index = 0;
+    if !reply.reasoning.is_empty() {
+        content.push(event(json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "thinking", "thinking": ""}})));
+        for piece in split(&reply.reasoning, reply.chunks) {
+            content.push(event(json!({"type": "content_block_delta", "index": index,
+                "delta": {"type": "thinking_delta", "thinking": piece}})));
+        }
+        content.push(event(json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "signature_delta", "signature": signature(ctx)}})));
+        content.push(event(json!({"type": "content_block_stop", "index": index})));
+        index += 1;
+    }
     if !reply.text.is_empty() {
         content.push(event(json!({"type": "content_block_start", "index": index,
             "content_block": {"type": "text", "text": ""}})));
@@ -48,6 +60,9 @@ pub(crate) fn stream(reply: &Reply, ctx: &Ctx<'_>) -> Frames {
 
 pub(crate) fn complete(reply: &Reply, ctx: &Ctx<'_>) -> Value {
     let mut content = Vec::new();
+    if !reply.reasoning.is_empty() {
+        content.push(json!({"type": "thinking", "thinking": reply.reasoning, "signature": signature(ctx)}));
+    }
     if !reply.text.is_empty() {
         content.push(json!({"type": "text", "text": reply.text}));
     }
@@ -68,6 +83,11 @@ pub(crate) fn complete(reply: &Reply, ctx: &Ctx<'_>) -> Value {
 
 pub(crate) fn error_body(kind: &str, message: &str) -> Value {
     json!({"type": "error", "error": {"type": kind, "message": message}})
+}
+
+/// The signature of the scripted thinking block of request `n`: `sig_scripted_n`.
+pub(crate) fn signature(ctx: &Ctx<'_>) -> String {
+    format!("sig_scripted_{}", ctx.request_no)
 }
 
 fn message_id(ctx: &Ctx<'_>) -> String {

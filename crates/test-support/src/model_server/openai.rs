@@ -23,6 +23,9 @@ pub(crate) fn stream(reply: &Reply, ctx: &Ctx<'_>) -> Frames {
         frame(&body)
     };
     let mut content = vec![chunk(json!({"role": "assistant", "content": ""}), Value::Null)];
+    for piece in split(&reply.reasoning, reply.chunks) {
+        content.push(chunk(json!({"reasoning_content": piece}), Value::Null));
+    }
     for piece in split(&reply.text, reply.chunks) {
         content.push(chunk(json!({"content": piece}), Value::Null));
     }
@@ -68,6 +71,9 @@ pub(crate) fn complete(reply: &Reply, ctx: &Ctx<'_>) -> Value {
     });
     if !tool_calls.is_empty() {
         message["tool_calls"] = Value::Array(tool_calls);
+    }
+    if !reply.reasoning.is_empty() {
+        message["reasoning_content"] = json!(reply.reasoning);
     }
     json!({
         "id": format!("chatcmpl-scripted-{}", ctx.request_no),

@@ -3,7 +3,7 @@
 //!
 //! JSON form of a step (every field but `type` optional):
 //! ```json
-//! {"type": "text", "text": "Hello", "chunks": 3, "chunk_delay_ms": 5, "latency_ms": 20,
+//! {"type": "text", "text": "Hello", "reasoning": "Thinking first.", "chunks": 3, "chunk_delay_ms": 5, "latency_ms": 20,
 //!  "usage": {"input_tokens": 10, "output_tokens": 3, "cached_tokens": 0, "reasoning_tokens": 0},
 //!  "cut_after": 2, "stall_after": 2, "abort_after": 2, "finish_reason": "length", "repeat": 10}
 //! {"type": "tool_calls", "text": "optional text first",
@@ -36,6 +36,9 @@ pub enum Step {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Reply {
+    /// Reasoning streamed before the answer (`reasoning_content` deltas,
+    /// a signed `thinking` block, a `reasoning` item with a summary).
+    pub reasoning: String,
     pub text: String,
     pub tool_calls: Vec<ScriptedToolCall>,
     /// Split the text, and each call's arguments, into this many deltas.
@@ -142,6 +145,11 @@ impl Step {
     /// Adds text before the tool calls of a reply.
     pub fn with_text(self, text: impl Into<String>) -> Self {
         self.map_reply(|r| r.text = text.into())
+    }
+
+    /// Adds reasoning before the reply's text and tool calls.
+    pub fn with_reasoning(self, reasoning: impl Into<String>) -> Self {
+        self.map_reply(|r| r.reasoning = reasoning.into())
     }
 
     /// Adds a tool call to a reply.

@@ -89,6 +89,22 @@ impl Translator {
                 self.push(json!({"type": "response.content_part.done", "item_id": item_id, "output_index": output_index,
                     "content_index": content_index, "part": {"type": "output_text", "text": text, "annotations": [], "logprobs": []}}));
             }
+            EventBody::ReasoningSummaryPartAdded { item_id, output_index, summary_index, part, .. } => {
+                self.push(json!({"type": "response.reasoning_summary_part.added", "item_id": item_id,
+                    "output_index": output_index, "summary_index": summary_index, "part": part}));
+            }
+            EventBody::ReasoningSummaryTextDelta { item_id, output_index, summary_index, delta, .. } => {
+                self.push(json!({"type": "response.reasoning_summary_text.delta", "item_id": item_id,
+                    "output_index": output_index, "summary_index": summary_index, "delta": delta}));
+            }
+            EventBody::ReasoningSummaryTextDone { item_id, output_index, summary_index, text, .. } => {
+                self.push(json!({"type": "response.reasoning_summary_text.done", "item_id": item_id,
+                    "output_index": output_index, "summary_index": summary_index, "text": text}));
+            }
+            EventBody::ReasoningSummaryPartDone { item_id, output_index, summary_index, part, .. } => {
+                self.push(json!({"type": "response.reasoning_summary_part.done", "item_id": item_id,
+                    "output_index": output_index, "summary_index": summary_index, "part": part}));
+            }
             EventBody::ItemDone { output_index, item, .. } => {
                 if let Some(out) = view::output_item(item) {
                     self.push(json!({"type": "response.output_item.done", "output_index": output_index, "item": out}));
