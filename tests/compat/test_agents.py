@@ -100,6 +100,7 @@ def test_mcp_tools_show_their_resolved_settings_without_secrets(client):
                 "allowed_tools": ["read"],
                 "required": True,
                 "request_metadata": {"tenant": "a"},
+                "require_approval": {"always": {"tool_names": ["write"]}},
             },
         ],
     )
@@ -113,6 +114,7 @@ def test_mcp_tools_show_their_resolved_settings_without_secrets(client):
             "credential_id": None,
             "request_metadata": {},
             "required": False,
+            "require_approval": "never",
         },
         {
             "type": "mcp",
@@ -123,6 +125,7 @@ def test_mcp_tools_show_their_resolved_settings_without_secrets(client):
             "credential_id": None,
             "request_metadata": {"tenant": "a"},
             "required": True,
+            "require_approval": {"always": {"tool_names": ["write"]}},
         },
     ]
 

@@ -94,6 +94,7 @@ impl From<engine::Error> for Error {
             engine::Error::Store(e) => e.into(),
             engine::Error::Unavailable => Error::Unavailable,
             e @ engine::Error::EnvironmentUnavailable { .. } => Error::EnvironmentUnavailable(e.to_string()),
+            e @ engine::Error::UnknownApproval { .. } => Error::Conflict(e.to_string()),
             // The client's tool dispatcher recognises exactly this shape.
             engine::Error::UnknownToolCall { call_id } => Error::Invalid {
                 param: Some("call_id".into()),

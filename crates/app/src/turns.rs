@@ -5,6 +5,8 @@
 
 use crate::{App, Error, Result, now};
 use engine::turn::ToolResult;
+use engine::waiting::Answer;
+use protocol::approval::ApprovalResponse;
 use protocol::event::InputEvent;
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, InputMessage, Item};
@@ -28,6 +30,8 @@ enum Planned {
     Cancel,
     /// For a turn id that is not one, `None`: no turn waits for that call.
     ToolResult(Option<TurnId>, ToolResult),
+    /// A decision on an MCP approval request.
+    Approval(String, ApprovalResponse),
 }
 
 fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
@@ -45,11 +49,22 @@ fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
             InputEvent::ToolResult { turn_id, call_id, success, output, error } => {
                 Ok(Planned::ToolResult(TurnId::parse(&turn_id), ToolResult { call_id, success, output, error }))
             }
-            InputEvent::McpApprovalRequestResult { .. } => {
-                Err(Error::unsupported(format!("events[{i}].type"), "this server issues no MCP approval requests"))
+            InputEvent::McpApprovalRequestResult { request_id, response } => {
+                let response: ApprovalResponse = serde_json::from_value(response)
+                    .map_err(|e| Error::invalid(format!("events[{i}].response"), e.to_string()))?;
+                Ok(Planned::Approval(request_id, response))
             }
         })
         .collect()
+}
+
+/// The turn an approval request of the session's required actions belongs to.
+pub(crate) fn approval_turn(session: &SessionRecord, request_id: &str) -> Option<TurnId> {
+    session.required_actions.iter().find_map(|a| {
+        let matches = a.get("type").and_then(serde_json::Value::as_str) == Some("mcp_approval_request")
+            && a.get("request_id").and_then(serde_json::Value::as_str) == Some(request_id);
+        matches.then(|| a.get("turn_id").and_then(serde_json::Value::as_str).and_then(TurnId::parse)).flatten()
+    })
 }
 
 /// The turns of one organization's sessions.
@@ -95,7 +110,13 @@ impl Service<'_> {
                     self.app.engine.cancel(self.org, session.id, None).await?;
                 }
                 Planned::ToolResult(Some(turn_id), result) => {
-                    self.app.engine.submit_tool_result(self.org, session.id, turn_id, result).await?;
+                    self.app.engine.submit_answer(self.org, session.id, turn_id, Answer::Result(result)).await?;
+                }
+                Planned::Approval(request_id, response) => {
+                    let turn_id = approval_turn(session, &request_id)
+                        .ok_or_else(|| engine::Error::UnknownApproval { request_id: request_id.clone() })?;
+                    let answer = Answer::Approval { request_id, decision: response.decision };
+                    self.app.engine.submit_answer(self.org, session.id, turn_id, answer).await?;
                 }
                 Planned::ToolResult(None, result) => {
                     return Err(engine::Error::UnknownToolCall { call_id: result.call_id }.into());

@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::runtime::{Engine, Inner};
-use crate::turn::ToolResult;
+use crate::waiting::Answer;
 use protocol::event::Event;
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, Role};
@@ -43,7 +43,7 @@ pub(crate) enum Op {
     Input { turn_id: TurnId, messages: Vec<Vec<Content>>, new: NewTurn },
     Append { turn_id: TurnId, messages: Vec<(Role, Vec<Content>)> },
     Cancel { only: Option<TurnId> },
-    ToolResult { turn_id: TurnId, result: ToolResult },
+    Answer { turn_id: TurnId, answer: Answer },
 }
 
 /// Where an operation on a session runs.
@@ -477,7 +477,7 @@ impl Engine {
                 self.append_here(org_id, &session, turn_id, messages).await.map(|t| Some(t.id))
             }
             Op::Cancel { only } => self.cancel_here(org_id, session_id, only).await.map(Some),
-            Op::ToolResult { turn_id, result } => self.tool_result_here(session_id, turn_id, result).map(|()| None),
+            Op::Answer { turn_id, answer } => self.answer_here(session_id, turn_id, answer).map(|()| None),
         }
     }
 

@@ -9,6 +9,9 @@ pub enum Error {
     /// A tool result names a call the turn does not wait for.
     #[error("Unknown pending tool call: {call_id}")]
     UnknownToolCall { call_id: String },
+    /// An approval decision names no request a turn waits for (unknown, or answered).
+    #[error("no MCP approval request '{request_id}' is waiting for an answer")]
+    UnknownApproval { request_id: String },
     /// A cancel arrived with no turn to cancel.
     #[error("the session has no active turn to cancel")]
     NoActiveTurn,

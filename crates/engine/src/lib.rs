@@ -49,6 +49,7 @@ pub mod skill_catalog;
 pub mod tool_search;
 pub mod tools;
 pub mod turn;
+pub mod waiting;
 pub mod workflow_tool;
 
 pub use bus::Bus;

@@ -10,10 +10,11 @@
 use crate::mcp_connect::{Connector, Planned, Problem, unauthorized};
 use crate::mcp_prefetch::Prefetches;
 use crate::record::Recorder;
-use crate::tools::{HostedOutput, HostedTools};
+use crate::tools::{ApprovalAsk, HostedOutput, HostedTools};
 use mcp::{McpCall, McpCallStatus, Origin, Toolset};
 use models::ToolSpec;
 use protocol::item::{Item, ItemStatus, new_item_id};
+use protocol::tool::ToolParam;
 use protocol::turn::TurnError;
 use serde_json::Value;
 use telemetry::ToolKind;
@@ -106,13 +107,7 @@ impl McpTools {
         cancel: &CancellationToken,
     ) -> HostedOutput {
         let began = std::time::Instant::now();
-        let server = args.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
-        let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
-        let arguments = match args.get("arguments") {
-            None | Some(Value::Null) => Value::Object(Default::default()),
-            Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
-            Some(other) => other.clone(),
-        };
+        let (server, name, arguments) = call_parts(args);
         let (item_id, turn_id) = (new_item_id(), rec.turn.id);
         let item = |output: &Option<String>, error: &Option<String>, status| Item::McpCall {
             id: item_id.clone(),
@@ -153,9 +148,31 @@ impl McpTools {
         HostedOutput::text(model_text(&record))
     }
 
+    /// Whether the session's configuration makes calls of `tool` on `server` wait for approval.
+    fn needs_approval(&self, server: &str, tool: &str) -> bool {
+        self.connector.session.agent.config.tools.iter().any(|t| match t {
+            ToolParam::Mcp(m) => m.server_label == server && m.require_approval.as_ref().is_some_and(|r| r.needs(tool)),
+            _ => false,
+        })
+    }
+
     /// A `call_tool` from a Dynamic Workflow program: the same checks, credentials and refresh
-    /// as the model's own, but no item (the program's output records it).
+    /// as the model's own, but no item (the program's output records it). A tool that needs
+    /// approval does not run from a program (a program cannot wait for a person).
     pub(crate) async fn nested_call_tool(&self, arguments: &str, cancel: &CancellationToken) -> McpCall {
+        if let Ok(args) = serde_json::from_str::<Value>(arguments) {
+            let (server, tool, _) = call_parts(&args);
+            if self.needs_approval(&server, &tool) {
+                return McpCall::refused(
+                    &server,
+                    &tool,
+                    format!(
+                        "the tool '{tool}' of '{server}' needs a person's approval: call it with call_tool, \
+                         not from a program"
+                    ),
+                );
+            }
+        }
         let mut record = self.toolset().await.call_tool_json(arguments, cancel).await;
         if record.failure.as_ref().is_some_and(unauthorized) && self.refresh(&record.server_label).await {
             record = self.toolset().await.call_tool_json(arguments, cancel).await;
@@ -205,6 +222,18 @@ impl McpTools {
     }
 }
 
+/// A `call_tool`'s server label, tool name and arguments (a JSON string decoded).
+pub(crate) fn call_parts(args: &Value) -> (String, String, Value) {
+    let server = args.get("server").and_then(Value::as_str).unwrap_or_default().to_string();
+    let name = args.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+    let arguments = match args.get("arguments") {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(Value::String(text)) => serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone())),
+        Some(other) => other.clone(),
+    };
+    (server, name, arguments)
+}
+
 /// What the model sees of a `call_tool`: the output, or the error.
 fn model_text(record: &McpCall) -> String {
     match (&record.output, &record.error) {
@@ -249,6 +278,14 @@ impl HostedTools for McpTools {
 
     fn step_started(&self) {
         self.prefetches.clear();
+    }
+
+    fn approval(&self, name: &str, arguments: &Value) -> Option<ApprovalAsk> {
+        if name != "call_tool" {
+            return None;
+        }
+        let (server, tool, arguments) = call_parts(arguments);
+        self.needs_approval(&server, &tool).then_some(ApprovalAsk { server, tool, arguments })
     }
 
     async fn call(

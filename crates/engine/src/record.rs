@@ -90,6 +90,11 @@ impl Recorder {
         }
     }
 
+    /// Continues a turn that already has `outputs` output items (a revived one).
+    pub fn resume_at(&mut self, outputs: i64) {
+        self.next_output_index = outputs;
+    }
+
     /// The turn's items in their latest form, in order, taken out of the recorder.
     pub fn take_items(&mut self) -> Vec<Item> {
         self.positions.clear();

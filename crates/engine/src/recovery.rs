@@ -2,7 +2,8 @@
 //! this node (or a server without a cluster) left unfinished; in a cluster,
 //! the ones of a lost node, whose leases another node took over. Each is
 //! failed with a code that says why, its unfinished items closed, so the
-//! session accepts input again.
+//! session accepts input again. A turn left waiting for its caller (client
+//! functions, approvals) is not failed: it is revived and waits again.
 
 use crate::error::Result;
 use crate::runtime::Engine;
@@ -23,11 +24,17 @@ impl Engine {
     pub async fn recover(&self) -> Result<usize> {
         let open = self.inner.store.open_turns().await?;
         let mut count = 0;
+        let mut waiting = Vec::new();
         for (org_id, turn) in open {
             if let Some(cluster) = self.cluster()
                 && let Some(holder) = cluster.holder(turn.session_id).await?
                 && holder != cluster.node().id
             {
+                continue;
+            }
+            // A turn waiting for its caller needs nothing of the process that ran it.
+            if turn.status == TurnStatus::Waiting {
+                waiting.push((org_id, turn));
                 continue;
             }
             let error = TurnError::new("server_restarted", "the server restarted while this turn was running");
@@ -38,14 +45,23 @@ impl Engine {
         if let Some(cluster) = self.cluster() {
             cluster.drop_own_leases().await?;
         }
+        // Not revived here: another node took the session meanwhile, and it is theirs.
+        for (org_id, turn) in waiting {
+            self.revive(&org_id, turn).await?;
+        }
         Ok(count)
     }
 
-    /// Fails the open turns of `session`, whose node `node` was lost.
+    /// Fails the open turns of `session`, whose node `node` was lost (a
+    /// waiting one is revived here instead, when it can run here).
     pub(crate) async fn settle_lost(&self, session_id: SessionId, node: &str) -> Result<usize> {
         let open = self.inner.store.open_turns().await?;
         let mut count = 0;
         for (org_id, turn) in open.into_iter().filter(|(_, t)| t.session_id == session_id) {
+            // A turn waiting for its caller waits on here instead.
+            if turn.status == TurnStatus::Waiting && self.revive(&org_id, turn.clone()).await.unwrap_or(false) {
+                continue;
+            }
             let error = TurnError::new(
                 "node_lost",
                 format!("the node '{node}' that ran this turn was lost (stopped or unreachable)"),
@@ -71,12 +87,8 @@ impl Engine {
     async fn close_interrupted_items(&self, org_id: &str, session_id: SessionId, turn_id: TurnId) -> Result<()> {
         let store = &self.inner.store;
         let items = store.turn_items(org_id, session_id, turn_id).await?;
-        // Output indexes were given to every item but the user's messages and
-        // the functions' results (session items), in order.
-        let open: Vec<(i64, Item)> = items
+        let open: Vec<(i64, Item)> = output_items(items)
             .into_iter()
-            .filter(|i| !matches!(i, Item::Message { role: Role::User, .. } | Item::FunctionCallOutput { .. }))
-            .enumerate()
             .filter(|(_, i)| {
                 matches!(
                     i,
@@ -86,7 +98,6 @@ impl Engine {
                         | Item::CommandExecution { status: ItemStatus::InProgress, .. }
                 )
             })
-            .map(|(index, item)| (index as i64, item))
             .collect();
         if open.is_empty() {
             return Ok(());
@@ -135,4 +146,15 @@ impl Engine {
         self.inner.bus.publish(session_id, events);
         Ok(())
     }
+}
+
+/// A turn's output items with their output indexes: every item but the
+/// user's messages and the functions' results (session items), in order.
+pub(crate) fn output_items(items: impl IntoIterator<Item = Item>) -> Vec<(i64, Item)> {
+    items
+        .into_iter()
+        .filter(|i| !matches!(i, Item::Message { role: Role::User, .. } | Item::FunctionCallOutput { .. }))
+        .enumerate()
+        .map(|(index, item)| (index as i64, item))
+        .collect()
 }

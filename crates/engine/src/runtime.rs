@@ -11,7 +11,8 @@ use crate::histories::Histories;
 use crate::journal::Journal;
 use crate::record::{Recorder, now};
 use crate::tools::{HostedToolsFactory, ToolSet};
-use crate::turn::{Ending, ToolResult, TurnRun};
+use crate::turn::{Ending, TurnRun};
+use crate::waiting::Answer;
 use models::Registry;
 use protocol::event::EventBody;
 use protocol::ids::{SessionId, TurnId};
@@ -29,9 +30,15 @@ use tokio_util::sync::CancellationToken;
 struct Active {
     turn_id: TurnId,
     cancel: CancellationToken,
-    results: mpsc::UnboundedSender<ToolResult>,
-    /// Calls the turn waits for; a result is accepted once.
+    results: mpsc::UnboundedSender<Answer>,
+    /// What the turn waits for ([`Answer::key`]); an answer is accepted once.
     pending: HashSet<String>,
+}
+
+/// The channel of a revived turn, made when its [`Active`] was put in place.
+struct Prepared {
+    cancel: CancellationToken,
+    results: mpsc::UnboundedReceiver<Answer>,
 }
 
 /// A submitted turn waiting for the session's worker.
@@ -45,6 +52,9 @@ struct Queued {
     /// The journal position before the turn's own writes: what it must wait
     /// for before reading its history.
     before: u64,
+    /// A turn a previous process left waiting, revived: it waits again.
+    resumed: bool,
+    prepared: Option<Prepared>,
 }
 
 /// A session's queue and its running turn.
@@ -191,7 +201,15 @@ impl Engine {
         // The worker starts from the turn and input in memory while the
         // journal commits them: the model is asked at once, and the caller
         // hears of the turn only once it is durable.
-        let queued = Queued { org_id: org_id.to_string(), turn_id, turn: turn.clone(), input, before };
+        let queued = Queued {
+            org_id: org_id.to_string(),
+            turn_id,
+            turn: turn.clone(),
+            input,
+            before,
+            resumed: false,
+            prepared: None,
+        };
         let start = {
             let mut slots = self.slots();
             let slot = slots.entry(session.id).or_default();
@@ -261,23 +279,23 @@ impl Engine {
         Ok(turn)
     }
 
-    /// Hands a client function result to the turn waiting for it (on the
-    /// node that runs it).
-    pub async fn submit_tool_result(
+    /// Hands an answer (a client function's result, an approval decision) to
+    /// the turn waiting for it (on the node that runs it).
+    pub async fn submit_answer(
         &self,
         org_id: &str,
         session_id: SessionId,
         turn_id: TurnId,
-        result: ToolResult,
+        answer: Answer,
     ) -> Result<()> {
         if self.is_running_here(session_id) {
-            return self.tool_result_here(session_id, turn_id, result);
+            return self.answer_here(session_id, turn_id, answer);
         }
         if let Held::There(target) = self.hold(org_id, session_id).await? {
-            self.ask(org_id, session_id, Op::ToolResult { turn_id, result }, target).await?;
+            self.ask(org_id, session_id, Op::Answer { turn_id, answer }, target).await?;
             return Ok(());
         }
-        let done = self.tool_result_here(session_id, turn_id, result);
+        let done = self.answer_here(session_id, turn_id, answer);
         self.let_go(session_id).await;
         done
     }
@@ -287,18 +305,63 @@ impl Engine {
         self.slots().get(&session_id).is_some_and(|s| s.active.is_some())
     }
 
-    /// [`Engine::submit_tool_result`] on the node that holds the session.
-    pub(crate) fn tool_result_here(&self, session_id: SessionId, turn_id: TurnId, result: ToolResult) -> Result<()> {
+    /// [`Engine::submit_answer`] on the node that holds the session.
+    pub(crate) fn answer_here(&self, session_id: SessionId, turn_id: TurnId, answer: Answer) -> Result<()> {
         let mut slots = self.slots();
         let active = slots.get_mut(&session_id).and_then(|s| s.active.as_mut());
         match active {
-            Some(a) if a.turn_id == turn_id && a.pending.contains(&result.call_id) => {
-                a.pending.remove(&result.call_id);
-                let _ = a.results.send(result);
+            Some(a) if a.turn_id == turn_id && a.pending.contains(&answer.key()) => {
+                a.pending.remove(&answer.key());
+                let _ = a.results.send(answer);
                 Ok(())
             }
-            _ => Err(Error::UnknownToolCall { call_id: result.call_id }),
+            _ => Err(match answer {
+                Answer::Result(r) => Error::UnknownToolCall { call_id: r.call_id },
+                Answer::Approval { request_id, .. } => Error::UnknownApproval { request_id },
+            }),
         }
+    }
+
+    /// Revives a turn a previous process left waiting: it waits again, in
+    /// memory, for what its session's stored required actions name (answers
+    /// are accepted from now on), with new input queued behind it. `false`:
+    /// it cannot wait here (another node holds its session, or it is gone).
+    pub(crate) async fn revive(&self, org_id: &str, turn: Turn) -> Result<bool> {
+        let session_id = turn.session_id;
+        if let Held::There(_) = self.hold(org_id, session_id).await? {
+            return Ok(false);
+        }
+        let session = self.inner.store.get_session(org_id, session_id).await;
+        let Ok(Some(session)) = session else {
+            self.let_go(session_id).await;
+            return session.map(|_| false).map_err(Error::from);
+        };
+        let cancel = CancellationToken::new();
+        let (results_tx, results) = mpsc::unbounded_channel();
+        let pending = crate::waiting::keys_of(&session.required_actions);
+        let active = Active { turn_id: turn.id, cancel: cancel.clone(), results: results_tx, pending };
+        let queued = Queued {
+            org_id: org_id.to_string(),
+            turn_id: turn.id,
+            turn,
+            input: Vec::new(),
+            before: self.inner.journal.position(),
+            resumed: true,
+            prepared: Some(Prepared { cancel, results }),
+        };
+        let start = {
+            let mut slots = self.slots();
+            let slot = slots.entry(session_id).or_default();
+            slot.active = Some(active);
+            slot.queued.push_front(queued);
+            !std::mem::replace(&mut slot.running, true)
+        };
+        if start {
+            let engine = self.clone();
+            tokio::spawn(async move { engine.work(session_id).await });
+        }
+        self.let_go(session_id).await;
+        Ok(true)
     }
 
     /// The turn a session is running now, if any (on whichever node runs it).
@@ -430,6 +493,11 @@ impl Engine {
                 let mut slots = self.slots();
                 let Some(slot) = slots.get_mut(&session_id) else { return };
                 match slot.queued.pop_front() {
+                    // A revived turn's `Active` is in place already.
+                    Some(mut queued) if queued.prepared.is_some() => {
+                        let prepared = queued.prepared.take();
+                        prepared.map(|p| (queued, p.cancel, p.results))
+                    }
                     Some(queued) => {
                         let turn_id = queued.turn_id;
                         let cancel = CancellationToken::new();
@@ -480,9 +548,9 @@ impl Engine {
         session_id: SessionId,
         queued: Queued,
         cancel: CancellationToken,
-        results: mpsc::UnboundedReceiver<ToolResult>,
+        results: mpsc::UnboundedReceiver<Answer>,
     ) -> Result<()> {
-        let Queued { org_id, turn, input, before, .. } = queued;
+        let Queued { org_id, turn, input, before, resumed, .. } = queued;
         let org_id = org_id.as_str();
         // Earlier turns' writes are this one's history; its own may still be
         // committing (the submission waits for those).
@@ -503,7 +571,17 @@ impl Engine {
             return self.recorder(org_id, session, turn).finish(TurnStatus::Cancelled, None).await;
         }
         let mut rec = self.recorder(org_id, session, turn);
-        rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
+        let mut resume = Vec::new();
+        if resumed {
+            // The history holds finished turns only: this one's items so far come after them.
+            let own = store.turn_items(org_id, session_id, rec.turn.id).await?;
+            history.extend(own.iter().cloned());
+            let outputs = crate::recovery::output_items(own);
+            rec.resume_at(outputs.len() as i64);
+            resume = crate::waiting::pending_from(&rec.session.required_actions, &outputs);
+        } else {
+            rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
+        }
         let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
             Ok(m) => m,
             Err(e) => {
@@ -544,7 +622,7 @@ impl Engine {
             }
         });
         let series = self.inner.metrics.model(&rec.session.agent.config.model);
-        let run = TurnRun { rec, model, series, tools, messages, cancel, results, register };
+        let run = TurnRun { rec, model, series, tools, messages, cancel, results, register, resume };
         let mut rec_after = None;
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };

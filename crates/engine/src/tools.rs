@@ -27,6 +27,14 @@ impl HostedOutput {
     }
 }
 
+/// A call that waits for approval: the MCP server, its tool and the arguments.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalAsk {
+    pub server: String,
+    pub tool: String,
+    pub arguments: Value,
+}
+
 /// Tools that run inside the server for one turn.
 #[async_trait::async_trait]
 pub trait HostedTools: Send + Sync {
@@ -56,6 +64,10 @@ pub trait HostedTools: Send + Sync {
     /// A new model step starts: whatever [`Self::streaming`] started for calls of earlier
     /// steps that never ran is dropped.
     fn step_started(&self) {}
+    /// What a person must approve before this call runs, if anything.
+    fn approval(&self, _name: &str, _arguments: &Value) -> Option<ApprovalAsk> {
+        None
+    }
     /// Runs one call; `cancel` fires when the turn is cancelled.
     async fn call(
         &self,

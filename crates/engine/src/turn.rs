@@ -3,17 +3,17 @@
 //! something fails. Every item and state change is stored as it happens.
 
 use crate::error::Result;
-use crate::history::{self, output_text};
+use crate::history;
 use crate::reasoning_item;
 use crate::record::{Recorder, add_usage};
 use crate::tools::{HostedOutput, ToolSet};
+use crate::waiting::{Answer, Pending};
 use futures::StreamExt;
 use models::{Message, ModelEvent, ModelRequest, ResolvedModel, ToolCall};
 use protocol::event::EventBody;
 use protocol::item::{Content, Item, ItemStatus, Phase, Role, new_item_id};
-use protocol::session::SessionStatus;
-use protocol::turn::{TurnError, TurnStatus};
-use serde_json::{Value, json};
+use protocol::turn::TurnError;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
 use telemetry::ToolKind;
@@ -45,10 +45,12 @@ pub struct TurnRun {
     pub tools: ToolSet,
     pub messages: Vec<Message>,
     pub cancel: CancellationToken,
-    pub results: mpsc::UnboundedReceiver<ToolResult>,
+    pub results: mpsc::UnboundedReceiver<Answer>,
     /// Registers the calls the turn now waits for (so that results naming
     /// them are accepted) before they are announced.
     pub register: Box<dyn Fn(Vec<String>) + Send + Sync>,
+    /// What a turn revived after a restart still waits for (empty for a new turn).
+    pub resume: Vec<Pending>,
 }
 
 impl TurnRun {
@@ -85,6 +87,9 @@ impl TurnRun {
     /// Runs the loop to its end.
     async fn run(&mut self) -> Result<Ending> {
         let max_steps = self.rec.session.agent.config.max_steps();
+        if let Some(ending) = self.resume_waiting().await? {
+            return Ok(ending);
+        }
         for _ in 0..max_steps {
             let (reasoning, text, calls) = match self.step().await? {
                 Step::Answered { reasoning, text, calls } => (reasoning, text, calls),
@@ -253,6 +258,10 @@ impl TurnRun {
         for call in calls {
             let parsed = call.parse_arguments();
             if let Some(hosted) = self.tools.hosted_for(&call.name) {
+                if let Some(ask) = parsed.as_ref().ok().and_then(|args| hosted.approval(&call.name, args)) {
+                    waiting.push(self.approval_pending(call, &ask));
+                    continue;
+                }
                 let answer = match parsed {
                     Ok(args) => hosted.call(&call.name, &call.id, args, &mut self.rec, &self.cancel).await,
                     Err(e) => HostedOutput::text(format!("error: the arguments are not valid JSON: {e}")),
@@ -277,12 +286,32 @@ impl TurnRun {
                 self.record_failed_call(&call, arguments, &problem).await?;
                 answers.push(Message::tool_result(&call.id, format!("error: {problem}")));
             } else {
-                waiting.push((call, arguments));
+                waiting.push(self.function_pending(&call, arguments).await?);
             }
         }
         if !waiting.is_empty()
             && let Some(ending) = self.wait_for_client(waiting, &mut answers).await?
         {
+            return Ok(Some(ending));
+        }
+        self.messages.extend(answers);
+        Ok(None)
+    }
+
+    /// A turn revived after a restart waits again for what it waited for
+    /// (its approval calls are not in the stored history: they go back first).
+    async fn resume_waiting(&mut self) -> Result<Option<Ending>> {
+        let pending = std::mem::take(&mut self.resume);
+        if pending.is_empty() {
+            return Ok(None);
+        }
+        for p in &pending {
+            if let Pending::Approval { call, .. } = p {
+                self.messages.push(Message::ToolCall(call.clone()));
+            }
+        }
+        let mut answers = Vec::new();
+        if let Some(ending) = self.wait_for_client(pending, &mut answers).await? {
             return Ok(Some(ending));
         }
         self.messages.extend(answers);
@@ -311,61 +340,6 @@ impl TurnRun {
         };
         self.rec.add_session_item(output);
         Ok(())
-    }
-
-    /// Announces client function calls, waits for every result, records them.
-    async fn wait_for_client(
-        &mut self,
-        waiting: Vec<(ToolCall, Value)>,
-        answers: &mut Vec<Message>,
-    ) -> Result<Option<Ending>> {
-        let turn_id = self.rec.turn.id;
-        (self.register)(waiting.iter().map(|(c, _)| c.id.clone()).collect());
-        let mut pending = Vec::new();
-        for (call, arguments) in waiting {
-            let item = Item::FunctionCall {
-                id: new_item_id(),
-                turn_id,
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: arguments.clone(),
-                status: ItemStatus::InProgress,
-            };
-            let index = self.rec.add_item(item.clone()).await?;
-            let action = json!({"type": "function_call", "call_id": call.id, "name": call.name,
-                                "arguments": arguments, "turn_id": turn_id});
-            pending.push((call.id.clone(), item, index, action));
-        }
-        let actions = pending.iter().map(|p| p.3.clone()).collect();
-        self.rec.set_status(TurnStatus::Waiting, SessionStatus::RequiresAction, actions).await?;
-        while !pending.is_empty() {
-            let result = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => return Ok(Some(Ending::Cancelled)),
-                r = self.results.recv() => r,
-            };
-            let Some(result) = result else { return Ok(Some(Ending::Cancelled)) };
-            let Some(pos) = pending.iter().position(|p| p.0 == result.call_id) else { continue };
-            let (call_id, item, index, _) = pending.remove(pos);
-            let status = if result.success { ItemStatus::Completed } else { ItemStatus::Failed };
-            self.rec.tool_finished(ToolKind::Function, status);
-            if let Item::FunctionCall { id, call_id, name, arguments, turn_id, .. } = item {
-                let done = Item::FunctionCall { id, call_id, name, arguments, turn_id, status };
-                self.rec.done_item(done, index, Vec::new()).await?;
-            }
-            let error =
-                if result.success { None } else { Some(result.error.unwrap_or_else(|| "the tool failed".into())) };
-            answers.push(Message::tool_result(&call_id, output_text(&result.output, &error)));
-            let output =
-                Item::FunctionCallOutput { id: new_item_id(), turn_id, call_id, output: result.output, error, status };
-            self.rec.add_session_item(output);
-            if !pending.is_empty() {
-                let actions = pending.iter().map(|p| p.3.clone()).collect();
-                self.rec.set_status(TurnStatus::Waiting, SessionStatus::RequiresAction, actions).await?;
-            }
-        }
-        self.rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
-        Ok(None)
     }
 }
 

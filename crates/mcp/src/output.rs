@@ -104,6 +104,14 @@ impl McpCall {
         self
     }
 
+    /// A call refused before it reached the server, with the reason the model is told.
+    pub fn refused(server_label: &str, name: &str, reason: String) -> Self {
+        let mut call = Self::new(server_label, name, &Value::Null);
+        call.status = McpCallStatus::Failed;
+        call.error = Some(reason);
+        call
+    }
+
     /// What the model sees as the tool result: the output, or the error.
     pub fn model_text(&self) -> &str {
         self.output.as_deref().or(self.error.as_deref()).unwrap_or("")

@@ -22,6 +22,7 @@
 
 pub mod admin;
 pub mod agent;
+pub mod approval;
 pub mod conversation;
 pub mod environment;
 pub mod error;

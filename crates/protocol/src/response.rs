@@ -147,12 +147,30 @@ pub struct ResponseContext<'a> {
     pub tools: Vec<Value>,
     pub background: bool,
     pub metadata: Value,
+    /// The session's required actions: a waiting response shows its approval requests.
+    pub required_actions: &'a [Value],
+}
+
+/// The `mcp_approval_request` output items of a waiting turn's required actions.
+fn approval_requests(actions: &[Value], turn_id: &str) -> Vec<Value> {
+    actions
+        .iter()
+        .filter(|a| a["type"] == "mcp_approval_request" && a["turn_id"] == turn_id)
+        .map(|a| {
+            let request = &a["request"];
+            json!({"id": a["request_id"], "type": "mcp_approval_request", "server_label": request["server_label"],
+                   "name": request["name"], "arguments": arguments_string(&request["arguments"])})
+        })
+        .collect()
 }
 
 /// The whole `response` object of a turn.
 pub fn response(turn: &Turn, items: &[Item], ctx: &ResponseContext<'_>) -> Value {
     let waiting = turn.status == TurnStatus::Waiting;
-    let output: Vec<Value> = items.iter().filter_map(|i| output_item_of(i, waiting)).collect();
+    let mut output: Vec<Value> = items.iter().filter_map(|i| output_item_of(i, waiting)).collect();
+    if waiting {
+        output.extend(approval_requests(ctx.required_actions, &turn.id.to_string()));
+    }
     let error = turn.error.as_ref().map(|e| json!({"code": error_code(&e.code), "message": e.message, "type": e.code}));
     let completed_at = if waiting { turn.started_at.or(Some(turn.created_at)) } else { turn.completed_at };
     let settings = turn.settings.clone().unwrap_or_default();

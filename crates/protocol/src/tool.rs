@@ -71,6 +71,9 @@ pub struct McpToolParam {
     pub request_metadata: Option<Map<String, Value>>,
     #[serde(default)]
     pub required: bool,
+    /// Rebyte extension: which calls wait for a person's approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_approval: Option<Box<crate::approval::RequireApproval>>,
 }
 
 /// The transport of an MCP server as a request configures it.
@@ -117,6 +120,9 @@ pub struct McpTool {
     pub credential_id: Option<String>,
     pub request_metadata: Map<String, Value>,
     pub required: bool,
+    /// Rebyte extension: which calls wait for a person's approval.
+    #[serde(default)]
+    pub require_approval: crate::approval::RequireApproval,
 }
 
 /// The transport of an MCP server as resources show it.
@@ -170,6 +176,7 @@ impl ToolParam {
                 credential_id: m.credential_id.clone(),
                 request_metadata: m.request_metadata.clone().unwrap_or_default(),
                 required: m.required,
+                require_approval: m.require_approval.as_deref().cloned().unwrap_or_default(),
             }),
             ToolParam::DynamicWorkflow => Tool::DynamicWorkflow,
             ToolParam::ProgrammaticToolCalling(p) => Tool::ProgrammaticToolCalling(*p),

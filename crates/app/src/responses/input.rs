@@ -8,12 +8,21 @@ use protocol::item::{Content, InputContent, Role};
 use protocol::tool::{FunctionTool, ToolParam};
 use serde_json::{Value, json};
 
-/// What a response's `input` asks for: new user messages, or results for the
-/// client function calls a response waits for.
+/// What a response's `input` asks for: new user messages, or answers for
+/// what a response waits for (client function results, approval decisions).
 #[derive(Debug)]
 pub enum ResponseInput {
     Messages(Vec<Vec<Content>>),
-    Results(Vec<ToolResult>),
+    Results(Vec<Reply>),
+}
+
+/// One answer to a waiting response.
+#[derive(Debug)]
+pub enum Reply {
+    /// A `function_call_output`.
+    Result(ToolResult),
+    /// An `mcp_approval_response`.
+    Approval { request_id: String, approve: bool },
 }
 
 /// At most this many items are added to a conversation at a time.
@@ -38,12 +47,27 @@ pub fn response_input(input: Option<Value>) -> Result<ResponseInput> {
                 let call_id = item.get("call_id").and_then(Value::as_str).ok_or_else(|| {
                     Error::invalid(format!("input[{i}].call_id"), "a function_call_output needs call_id")
                 })?;
-                results.push(ToolResult {
+                results.push(Reply::Result(ToolResult {
                     call_id: call_id.to_string(),
                     success: true,
                     output: item.get("output").cloned(),
                     error: None,
-                });
+                }));
+            }
+            "mcp_approval_response" => {
+                let request_id = item.get("approval_request_id").and_then(Value::as_str).ok_or_else(|| {
+                    Error::invalid(
+                        format!("input[{i}].approval_request_id"),
+                        "an mcp_approval_response needs approval_request_id",
+                    )
+                })?;
+                let approve = item.get("approve").and_then(Value::as_bool).ok_or_else(|| {
+                    Error::invalid(
+                        format!("input[{i}].approve"),
+                        "an mcp_approval_response needs approve: true or false",
+                    )
+                })?;
+                results.push(Reply::Approval { request_id: request_id.to_string(), approve });
             }
             "message" => {
                 let role = item.get("role").and_then(Value::as_str).unwrap_or("user");
@@ -69,7 +93,10 @@ pub fn response_input(input: Option<Value>) -> Result<ResponseInput> {
         }
         (false, true) => Ok(ResponseInput::Messages(messages)),
         (true, false) => Ok(ResponseInput::Results(results)),
-        _ => Err(Error::invalid("input", "send either messages or function_call_output items, not both")),
+        _ => Err(Error::invalid(
+            "input",
+            "send either messages or function_call_output / mcp_approval_response items, not both",
+        )),
     }
 }
 
@@ -149,7 +176,14 @@ mod tests {
     fn input_is_messages_or_results_never_both() {
         assert!(matches!(response_input(Some(json!("hi"))).unwrap(), ResponseInput::Messages(m) if m.len() == 1));
         let results = json!([{"type": "function_call_output", "call_id": "c1", "output": "4"}]);
-        assert!(matches!(response_input(Some(results)).unwrap(), ResponseInput::Results(r) if r[0].call_id == "c1"));
+        assert!(
+            matches!(response_input(Some(results)).unwrap(), ResponseInput::Results(r) if matches!(&r[0], Reply::Result(t) if t.call_id == "c1"))
+        );
+        let approval = json!([{"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": false}]);
+        assert!(matches!(response_input(Some(approval)).unwrap(), ResponseInput::Results(r)
+            if matches!(&r[0], Reply::Approval { request_id, approve: false } if request_id == "mcpr_1")));
+        let no_decision = json!([{"type": "mcp_approval_response", "approval_request_id": "mcpr_1"}]);
+        assert!(response_input(Some(no_decision)).is_err());
         let both = json!([{"role": "user", "content": "a"}, {"type": "function_call_output", "call_id": "c"}]);
         assert!(matches!(response_input(Some(both)), Err(Error::Invalid { param: Some(p), .. }) if p == "input"));
         let assistant = json!([{"role": "assistant", "content": "a"}]);

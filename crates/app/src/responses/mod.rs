@@ -8,8 +8,9 @@ pub mod input;
 
 use crate::sessions::{NewSession, check_agent};
 use crate::{App, Error, Result};
-use input::ResponseInput;
+use input::{Reply, ResponseInput};
 use protocol::Metadata;
+use protocol::approval::Decision;
 use protocol::event::{Event, EventBody};
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
@@ -160,8 +161,18 @@ impl Service<'_> {
                 let turn_id = engine.active_turn(self.org, session.id).await?.ok_or_else(|| {
                     Error::invalid("input", "the conversation has no response waiting for function_call_output")
                 })?;
-                for result in results {
-                    engine.submit_tool_result(self.org, session.id, turn_id, result).await?;
+                for answer in results {
+                    let answer = match answer {
+                        Reply::Result(result) => engine::waiting::Answer::Result(result),
+                        Reply::Approval { request_id, approve } => {
+                            if crate::turns::approval_turn(session, &request_id) != Some(turn_id) {
+                                return Err(engine::Error::UnknownApproval { request_id }.into());
+                            }
+                            let decision = if approve { Decision::Approve } else { Decision::Deny };
+                            engine::waiting::Answer::Approval { request_id, decision }
+                        }
+                    };
+                    engine.submit_answer(self.org, session.id, turn_id, answer).await?;
                 }
                 turn_id
             }

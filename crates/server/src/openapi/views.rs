@@ -79,6 +79,8 @@ pub(super) fn conversation_item(g: &mut SchemaGenerator) -> Value {
         object(json!({"id": string(), "type": one_of(&["reasoning"]), "status": item_status(),
                       "summary": {"type": "array", "items": object(json!({"type": one_of(&["summary_text"]), "text": string()}))},
                       "encrypted_content": nullable("string")})),
+        object(json!({"id": string(), "type": one_of(&["mcp_approval_request"]), "server_label": string(),
+                      "name": string(), "arguments": string()})),
         object(json!({"id": string(), "type": one_of(&["program"]), "call_id": string(), "code": string(),
                       "fingerprint": string()})),
         object(json!({"id": string(), "type": one_of(&["program_output"]), "call_id": string(), "result": string(),

@@ -128,12 +128,18 @@ pub async fn render(
     background: bool,
 ) -> ApiResult<Value> {
     let items = state.app.responses(&auth.org_id).items(session, turn).await?;
+    // A waiting response shows what it waits for as the session has it now.
+    let waiting = match turn.status {
+        protocol::turn::TurnStatus::Waiting => Some(state.app.sessions(&auth.org_id).get(session.id).await?),
+        _ => None,
+    };
     let ctx = ResponseContext {
         model: &session.agent.config.model,
         instructions: session.agent.config.instructions.as_deref(),
         tools: function_tools(&session.agent.config),
         background,
         metadata: json!(session.metadata),
+        required_actions: waiting.as_ref().map_or(&session.required_actions, |s| &s.required_actions),
     };
     Ok(view::response(turn, &items, &ctx))
 }

@@ -31,7 +31,7 @@ async fn create_returns_the_whole_resolved_agent() {
         "tools": [
             {"type": "function", "name": "now", "description": "The time", "parameters": {"type": "object", "properties": {}}, "defer_loading": false},
             {"type": "mcp", "server_label": "files", "required": true, "allowed_tools": null, "connection_origin": "environment",
-             "credential_id": null, "request_metadata": {},
+             "credential_id": null, "request_metadata": {}, "require_approval": "never",
              "transport": {"type": "stdio", "command": "npx", "cwd": "/workspace", "args": ["-y", "x"], "env_vars": []}}
         ],
         "compaction": null, "experimental": null, "max_steps": 50
