@@ -21,9 +21,10 @@ from typing import Any
 
 import openai
 import pytest
+from openai.types.beta import AgentSessionEnvironmentConnectedEvent, AgentSessionEnvironmentSuspendedEvent
 
 from harness import assert_recent, conforms, error_of
-from scripted import NONE, STREAM_TIMEOUT, call, reply, send, wait_turn, wait_until
+from scripted import NONE, STREAM_TIMEOUT, call, collect, reply, send, wait_turn, wait_until
 
 MODEL = {"model": "gpt-test"}
 DELETED = "agent.environment.deleted"
@@ -872,6 +873,48 @@ def test_an_environment_in_setup_has_a_status_the_client_knows(client, server):
         write.result()
     assert (in_setup["status"], listed.id, conforms(listed)["status"]) == ("pending", env.id, "pending")
     assert client.beta.agents.environments.retrieve(env.id).status == "ready"
+
+
+def test_an_idle_sandbox_is_suspended_on_every_session_attached_and_connected_again_when_used(servers, model):
+    """A sandbox unused for `REBYTE_IDLE_PAUSE` seconds is paused: every session on its environment gets the
+    client's `AgentSessionEnvironmentSuspendedEvent` and the environment is `suspended`; the next use resumes it,
+    processes and files intact: `agent.session.environment.connected` again, and `ready`."""
+    client = servers(REBYTE_IDLE_PAUSE="1").client()
+    env = client.beta.agents.environments.create(environment=hosted())
+    a, b = session(client, ref(env.id)), session(client, ref(env.id))
+
+    def told(event: Any, sid: str, cls: type, status: str) -> None:
+        assert isinstance(event, cls), type(event)
+        body = conforms(event)
+        assert (body["session_id"], body["turn_id"]) == (sid, None), body
+        assert body["environment"] == {"id": env.id, "status": status, "type": "openai_hosted", "error": None}
+
+    model.script(shell("sleep 300 & echo $! > /workspace/bg.pid; echo kept > /workspace/kept.txt"), reply("one"))
+    with client.beta.agents.sessions.events.stream(b.id, timeout=STREAM_TIMEOUT) as stream:
+        turn, _ = run(client, a.id, "start")
+        assert turn.status == "completed"
+        assert client.beta.agents.environments.retrieve(env.id).status == "ready"
+        suspended = collect(stream, lambda e: e.type.startswith("agent.session.environment."))[-1]
+    told(suspended, b.id, AgentSessionEnvironmentSuspendedEvent, "suspended")
+    listed = client.beta.agents.environments.retrieve(env.id)
+    assert (listed.status, conforms(listed)["status"]) == ("suspended", "suspended")
+    # The session whose turn used it is told too (its stored events, replayed).
+    with client.beta.agents.sessions.events.stream(
+        a.id, extra_headers={"Last-Event-ID": "evt_0"}, timeout=STREAM_TIMEOUT
+    ) as stream:
+        replayed = collect(stream, lambda e: e.type == "agent.session.environment.suspended")
+    told(replayed[-1], a.id, AgentSessionEnvironmentSuspendedEvent, "suspended")
+
+    model.script(shell("kill -0 $(cat /workspace/bg.pid) && echo still-running; cat /workspace/kept.txt"),
+                 reply("two"))
+    with client.beta.agents.sessions.events.stream(a.id, timeout=STREAM_TIMEOUT) as stream:
+        turn, _ = run(client, b.id, "again")
+        assert turn.status == "completed"
+        [cmd] = commands(client, b.id, turn.id)
+        assert cmd.output == "still-running\nkept\n", "resumed with its processes and files"
+        assert client.beta.agents.environments.retrieve(env.id).status == "ready"
+        connected = collect(stream, lambda e: e.type.startswith("agent.session.environment."))[-1]
+    told(connected, a.id, AgentSessionEnvironmentConnectedEvent, "connected")
 
 
 def test_setup_does_not_repeat_when_sessions_attach_later_or_the_server_restarts(servers, model):

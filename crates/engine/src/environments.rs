@@ -3,6 +3,9 @@
 //! time (single-flight, in a task of its own so that a cancelled caller does
 //! not cancel setup), paused after idling and resumed on use. While setup
 //! runs, its progress ([`SetupProgress`]) is on the record and can be watched.
+//! A pause (status `suspended` on the record) and the resume after it (status
+//! `ready` again) are each a [`Change`] that [`Environments::changes`] tells
+//! of ([`crate::environment_events`] announces them to the sessions attached).
 //! The first initialization places the environment's skills
 //! ([`crate::environment_contents`]) before its files and setup commands, and
 //! reads its uploaded files (`file_id`) from its stored contents.
@@ -21,6 +24,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use store::Store;
 use telemetry::{Gauge, Metrics};
+use tokio::sync::broadcast;
+
+/// How many changes a listener may fall behind before it misses some.
+const CHANGES_BUFFERED: usize = 256;
 
 /// How environments are run.
 #[derive(Debug, Clone)]
@@ -64,6 +71,23 @@ impl EnvFailure {
 
 type Init = Shared<BoxFuture<'static, Result<Arc<dyn Sandbox>, EnvFailure>>>;
 
+/// What happened to an environment's running sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// Paused after idling (status `suspended`).
+    Suspended,
+    /// Thawed by its next use after a pause (status `ready`).
+    Resumed,
+}
+
+/// A pause or resume of one environment's sandbox, told once its status is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub org_id: String,
+    pub env_id: EnvironmentId,
+    pub kind: ChangeKind,
+}
+
 /// One environment's live state on this server.
 struct Live {
     org_id: String,
@@ -72,6 +96,9 @@ struct Live {
     setup: Option<Arc<SetupProgress>>,
     last_used: Option<Instant>,
     paused: bool,
+    /// Held while the sandbox is being paused or resumed: one at a time, each
+    /// with its status written and its change told before the next begins.
+    transition: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// Runs environments' sandboxes.
@@ -83,6 +110,7 @@ pub struct Environments {
     // Serializes read-modify-write of environment records on this server.
     records: tokio::sync::Mutex<()>,
     metrics: Arc<Metrics>,
+    changes: broadcast::Sender<Change>,
 }
 
 impl Environments {
@@ -94,7 +122,8 @@ impl Environments {
         metrics: Arc<Metrics>,
     ) -> Arc<Self> {
         let records = tokio::sync::Mutex::new(());
-        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics });
+        let (changes, _) = broadcast::channel(CHANGES_BUFFERED);
+        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics, changes });
         for (gauge, paused) in [(Gauge::SandboxesRunning, false), (Gauge::SandboxesPaused, true)] {
             let weak = Arc::downgrade(&this);
             this.metrics.read(gauge, Box::new(move || weak.upgrade().map_or(0, |envs| envs.count(paused))));
@@ -111,6 +140,17 @@ impl Environments {
 
     fn live(&self) -> std::sync::MutexGuard<'_, HashMap<EnvironmentId, Live>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pauses and resumes of sandboxes on this server from now on, in the
+    /// order they happened, each after its status is stored.
+    pub fn changes(&self) -> broadcast::Receiver<Change> {
+        self.changes.subscribe()
+    }
+
+    fn tell(&self, org_id: &str, env_id: &EnvironmentId, kind: ChangeKind) {
+        // No listener (an embedder that announces nothing) is fine.
+        let _ = self.changes.send(Change { org_id: org_id.to_string(), env_id: env_id.clone(), kind });
     }
 
     /// The host directory of an environment's files.
@@ -148,6 +188,7 @@ impl Environments {
                 setup: None,
                 last_used: None,
                 paused: false,
+                transition: Arc::default(),
             });
             entry.last_used = Some(Instant::now());
             match &entry.init {
@@ -178,18 +219,47 @@ impl Environments {
             }
         };
         let sandbox = init.await?;
-        let resumed = {
+        let paused = {
             let mut live = self.live();
-            live.get_mut(env_id).is_some_and(|l| {
+            live.get_mut(env_id).and_then(|l| {
                 l.last_used = Some(Instant::now());
-                std::mem::replace(&mut l.paused, false)
+                l.paused.then(|| Arc::clone(&l.transition))
             })
         };
-        if resumed {
-            let _ = sandbox.resume().await;
-            let _ = self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Ready).await;
+        if let Some(transition) = paused {
+            // In a task of its own: a caller dropped meanwhile does not leave it half resumed.
+            let this = Arc::clone(self);
+            let (org, env, thawed) = (org_id.to_string(), env_id.clone(), Arc::clone(&sandbox));
+            let task = tokio::spawn(async move { this.resume(&org, &env, thawed.as_ref(), &transition).await });
+            if let Err(e) = task.await {
+                tracing::warn!(environment = %env_id, error = %e, "resuming a paused sandbox failed");
+            }
         }
         Ok(sandbox)
+    }
+
+    /// Thaws a paused sandbox (unless another use did meanwhile), stores its
+    /// status `ready` and tells of it.
+    async fn resume(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+        sandbox: &dyn Sandbox,
+        transition: &tokio::sync::Mutex<()>,
+    ) {
+        let _one_at_a_time = transition.lock().await;
+        let resumed = self.live().get_mut(env_id).is_some_and(|l| std::mem::replace(&mut l.paused, false));
+        if !resumed {
+            return;
+        }
+        if let Err(e) = sandbox.resume().await {
+            tracing::warn!(environment = %env_id, error = %e, "resuming a paused sandbox failed");
+        }
+        if let Err(e) = self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Ready).await {
+            tracing::warn!(environment = %env_id, error = %e, "a resumed environment's status could not be stored");
+        }
+        tracing::info!(environment = %env_id, "environment resumed");
+        self.tell(org_id, env_id, ChangeKind::Resumed);
     }
 
     /// Starts initialization without waiting for it.
@@ -430,24 +500,48 @@ impl Environments {
         });
     }
 
+    /// Whether a sandbox is running and has not been used for the configured time.
+    fn idle(&self, live: &Live) -> bool {
+        !live.paused && live.last_used.is_some_and(|t| t.elapsed() >= self.config.idle_pause)
+    }
+
+    /// Pauses the idle sandboxes, stores their status `suspended` and tells of each.
     async fn pause_idle(&self) {
-        let idle: Vec<(EnvironmentId, String, Arc<dyn Sandbox>)> = {
-            let mut live = self.live();
-            live.iter_mut()
-                .filter(|(_, l)| !l.paused && l.last_used.is_some_and(|t| t.elapsed() >= self.config.idle_pause))
+        type Idle = (EnvironmentId, String, Arc<dyn Sandbox>, Arc<tokio::sync::Mutex<()>>);
+        let idle: Vec<Idle> = {
+            let live = self.live();
+            live.iter()
+                .filter(|(_, l)| self.idle(l))
                 .filter_map(|(id, l)| {
                     let sandbox = l.init.as_ref()?.peek()?.as_ref().ok()?.clone();
-                    l.paused = true;
-                    Some((id.clone(), l.org_id.clone(), sandbox))
+                    Some((id.clone(), l.org_id.clone(), sandbox, Arc::clone(&l.transition)))
                 })
                 .collect()
         };
-        for (id, org, sandbox) in idle {
-            if let Err(e) = sandbox.pause().await {
-                tracing::warn!(environment = %id, error = %e, "pausing an idle sandbox failed");
+        for (id, org, sandbox, transition) in idle {
+            let _one_at_a_time = transition.lock().await;
+            // Still idle: a use since it was chosen keeps it running.
+            let idle = self.live().get_mut(&id).is_some_and(|l| {
+                let idle = self.idle(l);
+                l.paused |= idle;
+                idle
+            });
+            if !idle {
                 continue;
             }
-            let _ = self.update(&org, &id, |r| r.status = EnvironmentStatus::Suspended).await;
+            if let Err(e) = sandbox.pause().await {
+                // Running as before: tried again after another idle period.
+                tracing::warn!(environment = %id, error = %e, "pausing an idle sandbox failed");
+                if let Some(l) = self.live().get_mut(&id) {
+                    (l.paused, l.last_used) = (false, Some(Instant::now()));
+                }
+                continue;
+            }
+            if let Err(e) = self.update(&org, &id, |r| r.status = EnvironmentStatus::Suspended).await {
+                tracing::warn!(environment = %id, error = %e, "a suspended environment's status could not be stored");
+            }
+            tracing::info!(environment = %id, "idle environment suspended");
+            self.tell(&org, &id, ChangeKind::Suspended);
         }
     }
 }

@@ -18,7 +18,8 @@
 //!   the MCP helpers, run by the `workflow` crate's interpreter).
 //! - [`tool_search`]: `tool_search` over the deferred client functions, which
 //!   [`tools::ToolSet`] offers the model once found.
-//! - [`environments`]: one sandbox per environment, initialized once;
+//! - [`environments`]: one sandbox per environment, initialized once,
+//!   paused after idling ([`environment_events`] tells the sessions on it);
 //!   [`setup_progress`] keeps its setup's step and log while it runs;
 //!   [`environment_contents`] places its skills (first) and uploaded
 //!   files, and [`skill_catalog`] lists the skills (and those of its
@@ -28,6 +29,7 @@ pub mod bus;
 pub mod clock;
 mod cluster;
 pub mod environment_contents;
+pub mod environment_events;
 pub mod environments;
 pub mod error;
 mod histories;

@@ -160,13 +160,18 @@ pub enum EventBody {
     /// unavailable until that node is back, with its files.
     #[serde(rename = "agent.session.environment.disconnected")]
     EnvironmentDisconnected { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
+    /// The environment's sandbox was paused after idling (its processes and
+    /// files kept): on every session attached to it. Its next use resumes it,
+    /// announced to them as `connected` again.
+    #[serde(rename = "agent.session.environment.suspended")]
+    EnvironmentSuspended { session_id: SessionId, turn_id: Option<TurnId>, environment: EnvironmentState },
 }
 
 /// The state of a session's environment in `agent.session.environment.*` events.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EnvironmentState {
     pub id: EnvironmentId,
-    /// `pending`, `ready`, `connected` or `failed`.
+    /// `pending`, `ready`, `connected`, `disconnected`, `suspended` or `failed`.
     pub status: String,
     #[serde(rename = "type")]
     pub kind: String,
@@ -209,7 +214,8 @@ impl EventBody {
             | EventBody::EnvironmentReady { turn_id, .. }
             | EventBody::EnvironmentConnected { turn_id, .. }
             | EventBody::EnvironmentFailed { turn_id, .. }
-            | EventBody::EnvironmentDisconnected { turn_id, .. } => *turn_id,
+            | EventBody::EnvironmentDisconnected { turn_id, .. }
+            | EventBody::EnvironmentSuspended { turn_id, .. } => *turn_id,
             _ => None,
         }
     }

@@ -60,6 +60,10 @@ enum Command {
         /// sandbox has no quota but still competes as one group for its fair share.
         #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
         sandbox_cpus: Option<f64>,
+        /// Seconds an environment's sandbox may go unused before it is paused (fractions
+        /// allowed); its environment is `suspended` until the next use resumes it.
+        #[arg(long, env = "REBYTE_IDLE_PAUSE", default_value_t = 600.0)]
+        idle_pause: f64,
         /// This node's id in a cluster (several servers on one PostgreSQL database):
         /// unique among the running nodes; default <hostname>-<hash of the data
         /// directory's path>.
@@ -177,6 +181,7 @@ async fn run() -> Result<()> {
             config: models_config,
             master_key_file,
             sandbox_cpus,
+            idle_pause,
             node_id,
             advertise,
             cluster_secret,
@@ -191,6 +196,10 @@ async fn run() -> Result<()> {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");
                 config.sandbox_limits.cpu_millicores = Some((cpus * 1000.0).round().max(10.0) as u64);
             }
+            config.idle_pause = std::time::Duration::try_from_secs_f64(idle_pause)
+                .ok()
+                .filter(|d| !d.is_zero())
+                .context("--idle-pause must be a positive number of seconds")?;
             config.models_config = models_config.or_else(|| {
                 let default = PathBuf::from("rebyte.toml");
                 default.exists().then_some(default)

@@ -210,6 +210,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         mcp: Some(mcp_setup),
     });
     let engine = engine::Engine::new(Arc::clone(&store), models, Some(tools), Arc::clone(&metrics)).await?;
+    // Sandboxes paused and resumed are announced on the sessions attached to their environments.
+    engine::environment_events::follow(&envs, Arc::clone(&store), Arc::clone(engine.bus()));
     if let Some(cluster) = &cluster {
         engine.join(Arc::clone(cluster));
     }

@@ -218,6 +218,8 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_environment(&self, org_id: &str, id: &EnvironmentId) -> Result<bool>;
     /// How many sessions are attached to an environment.
     async fn sessions_on_environment(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64>;
+    /// The sessions attached to an environment, oldest first.
+    async fn environment_sessions(&self, org_id: &str, env_id: &EnvironmentId) -> Result<Vec<SessionId>>;
 
     /// Inserts an artifact (immutable: a changed file is a new artifact); a
     /// second one for the same path in the same turn is ignored.

@@ -56,6 +56,9 @@ impl Backend for PgDb {
     const DIALECT: Dialect = Dialect {
         sessions_on_environment: "SELECT COUNT(*) FROM sessions \
              WHERE org_id = $1 AND replace(doc, '\\u0000', '\\ufffd')::jsonb -> 'environment' ->> 'id' = $2",
+        environment_sessions: "SELECT id FROM sessions \
+             WHERE org_id = $1 AND replace(doc, '\\u0000', '\\ufffd')::jsonb -> 'environment' ->> 'id' = $2 \
+             ORDER BY seq",
         metadata,
     };
 

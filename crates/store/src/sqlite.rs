@@ -34,6 +34,8 @@ impl Backend for SqliteDb {
     const DIALECT: Dialect = Dialect {
         sessions_on_environment: "SELECT COUNT(*) FROM sessions \
              WHERE org_id = $1 AND json_extract(doc, '$.environment.id') = $2",
+        environment_sessions: "SELECT id FROM sessions \
+             WHERE org_id = $1 AND json_extract(doc, '$.environment.id') = $2 ORDER BY seq",
         metadata,
     };
 

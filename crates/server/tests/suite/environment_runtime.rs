@@ -1,6 +1,7 @@
 //! Environments at run time: exactly-once setup under concurrent first use,
-//! pausing and resuming, cancellation of in-flight commands, setup timeouts
-//! and oversized command output.
+//! pausing and resuming (announced to every session on the environment),
+//! cancellation of in-flight commands, setup timeouts and oversized command
+//! output.
 
 use crate::support::TestServer;
 use base64::Engine as _;
@@ -94,6 +95,94 @@ async fn an_idle_sandbox_is_paused_and_resumes_with_its_processes_and_files() {
     let out = last["output"].as_str().unwrap();
     assert!(out.contains("still-running") && out.contains("kept"), "{out}");
     assert_eq!(s.get(&format!("/v1/agents/environments/{env_id}")).await.1["status"], "ready");
+}
+
+/// The events of `session` that tell of its environment's sandbox pausing and resuming
+/// (no turn's): `(type, environment.status)`.
+async fn sandbox_changes(s: &TestServer, session: &str, env_id: &str) -> Vec<(String, String)> {
+    let events = s.events(session).await;
+    let changes = events.iter().filter(|e| {
+        e["type"] == "agent.session.environment.suspended"
+            || (e["type"] == "agent.session.environment.connected" && e["turn_id"].is_null())
+    });
+    changes
+        .map(|e| {
+            assert_eq!(e["session_id"], session, "{e}");
+            assert_eq!(e["environment"]["id"], env_id, "{e}");
+            assert_eq!(e["environment"]["type"], "openai_hosted", "{e}");
+            assert!(e["environment"]["error"].is_null(), "{e}");
+            assert!(e.as_object().unwrap().contains_key("turn_id"), "turn_id is always present: {e}");
+            (e["type"].as_str().unwrap().to_string(), e["environment"]["status"].as_str().unwrap().to_string())
+        })
+        .collect()
+}
+
+async fn environment_status(s: &TestServer, env_id: &str) -> String {
+    s.get(&format!("/v1/agents/environments/{env_id}")).await.1["status"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_paused_sandbox_is_suspended_on_every_session_attached_and_connected_again_when_used() {
+    let model = ModelServer::with_script(vec![
+        shell("echo first > /workspace/first.txt"),
+        Step::text("one"),
+        shell("cat /workspace/first.txt"),
+        Step::text("two"),
+    ])
+    .await
+    .unwrap();
+    let toml = crate::support::models_toml(&model);
+    let s = TestServer::start_with(|c| {
+        c.models_toml = Some(toml);
+        c.idle_pause = Duration::from_millis(1500);
+    })
+    .await;
+    let env_id = environment(&s, json!({"type": "openai_hosted"})).await;
+    let on_it = json!({"agent": {"model": "m"}, "environment": {"type": "reference", "environment_id": env_id}});
+    let a = s.session(on_it.clone()).await["id"].as_str().unwrap().to_string();
+    let b = s.session(on_it).await["id"].as_str().unwrap().to_string();
+    // On an environment of its own that never starts: told of nothing.
+    let other = s.session(json!({"agent": {"model": "m"}, "environment": {"type": "openai_hosted"}})).await;
+    let other = other["id"].as_str().unwrap().to_string();
+
+    let t = s.send(&a, "start").await;
+    assert_eq!(s.wait_turn(&a, &t).await["status"], "completed");
+    assert_eq!(environment_status(&s, &env_id).await, "ready");
+    let mut suspended = false;
+    for _ in 0..200 {
+        if environment_status(&s, &env_id).await == "suspended" {
+            suspended = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(suspended, "the idle sandbox was paused and its environment is suspended");
+    let told = vec![("agent.session.environment.suspended".to_string(), "suspended".to_string())];
+    for session in [&a, &b] {
+        assert_eq!(sandbox_changes(&s, session, &env_id).await, told, "session {session}");
+    }
+    assert!(sandbox_changes(&s, &other, &env_id).await.is_empty());
+    assert_eq!(environment_status(&s, &env_id).await, "suspended", "still suspended while unused");
+
+    // A turn of the other session resumes it: every session on it is told it is connected again.
+    let t = s.send(&b, "again").await;
+    assert_eq!(s.wait_turn(&b, &t).await["status"], "completed");
+    assert_eq!(environment_status(&s, &env_id).await, "ready");
+    let out = command_items(&s, &b).await.pop().unwrap()["output"].as_str().unwrap().to_string();
+    assert_eq!(out, "first\n", "the files are as they were");
+    let resumed = [
+        ("agent.session.environment.suspended".to_string(), "suspended".to_string()),
+        ("agent.session.environment.connected".to_string(), "connected".to_string()),
+    ];
+    for session in [&a, &b] {
+        let changes = sandbox_changes(&s, session, &env_id).await;
+        // Later pauses (the sandbox idles again) alternate the same way.
+        assert!(changes.len() >= 2 && changes.chunks(2).all(|c| c == &resumed[..c.len()]), "{session}: {changes:?}");
+    }
+    // The turn that used it still announces its own attachment, once.
+    let b_events = s.events(&b).await;
+    let of_turn = b_events.iter().filter(|e| e["type"] == "agent.session.environment.connected" && e["turn_id"] == t);
+    assert_eq!(of_turn.count(), 1);
 }
 
 #[tokio::test]

@@ -46,6 +46,16 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(n,)| n))
     }
 
+    pub(crate) async fn environment_sessions_impl(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+    ) -> Result<Vec<SessionId>> {
+        let sql = Sql::new(B::DIALECT.environment_sessions).bind(org_id).bind(env_id);
+        let rows = self.fetch::<(String,)>(sql).await?;
+        Ok(rows.iter().filter_map(|(id,)| SessionId::parse(id)).collect())
+    }
+
     pub(crate) async fn put_artifact_impl(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()> {
         let sql = Sql::new(
             "INSERT INTO artifacts (id, org_id, session_id, turn_id, path, sha256, doc, content) \

@@ -207,6 +207,8 @@ pub(crate) trait Backend: Exec + std::fmt::Debug {
 pub(crate) struct Dialect {
     /// Counts the sessions of organization $1 on environment $2.
     pub sessions_on_environment: &'static str,
+    /// The ids of the sessions of organization $1 on environment $2, oldest first.
+    pub environment_sessions: &'static str,
     /// Appends `AND <table>.doc's metadata[key] = value` to a statement.
     pub metadata: fn(&mut Sql, table: &str, key: &str, value: &str),
 }

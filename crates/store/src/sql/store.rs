@@ -168,6 +168,10 @@ impl<B: Backend> Store for SqlStore<B> {
         self.sessions_on_environment_impl(org_id, env_id).await
     }
 
+    async fn environment_sessions(&self, org_id: &str, env_id: &EnvironmentId) -> Result<Vec<SessionId>> {
+        self.environment_sessions_impl(org_id, env_id).await
+    }
+
     async fn put_artifact(&self, org_id: &str, artifact: &Artifact, content: &[u8]) -> Result<()> {
         self.put_artifact_impl(org_id, artifact, content).await
     }

@@ -128,6 +128,29 @@ async fn environments_are_replaced_only_by_their_organization(b: &Backend) {
     let page = store.list_environments(&mine, &super::records::asc()).await.unwrap();
     assert_eq!(page.items.iter().map(|e| e.id.clone()).collect::<Vec<_>>(), [env(1), env(2)]);
     assert_eq!(store.sessions_on_environment(&mine, &env(1)).await.unwrap(), 0);
+    assert!(store.environment_sessions(&mine, &env(1)).await.unwrap().is_empty());
+    // Sessions on it, oldest first; another organization's are not its.
+    let on = |n: u8| {
+        let mut s = super::records::session("agent_1");
+        s.environment = protocol::session::SessionEnvironment::OpenaiHosted {
+            id: env(n),
+            capability_directories: Vec::new(),
+            files: Vec::new(),
+            network: protocol::environment::NetworkView { access: Default::default(), allowed_domains: Vec::new() },
+            packages: protocol::environment::PackagesView { npm: Vec::new(), python: Vec::new(), system: Vec::new() },
+            plugins: Vec::new(),
+            skills: Vec::new(),
+        };
+        s
+    };
+    let (first, second, elsewhere, theirs_too) = (on(1), on(1), on(2), on(1));
+    for s in [&first, &second, &elsewhere] {
+        store.create_session(&mine, s).await.unwrap();
+    }
+    store.create_session(&theirs, &theirs_too).await.unwrap();
+    assert_eq!(store.environment_sessions(&mine, &env(1)).await.unwrap(), [first.id, second.id]);
+    assert_eq!(store.environment_sessions(&mine, &env(2)).await.unwrap(), [elsewhere.id]);
+    assert_eq!(store.sessions_on_environment(&mine, &env(1)).await.unwrap(), 2);
     assert!(!store.delete_environment(&theirs, &env(1)).await.unwrap());
     assert!(store.delete_environment(&mine, &env(1)).await.unwrap());
     assert!(store.get_environment(&mine, &env(1)).await.unwrap().is_none());
