@@ -284,6 +284,36 @@ def test_file_paths_that_escape_the_workspace_are_400(client, path):
     assert error_of(e.value)["param"] == "path"
 
 
+@pytest.mark.parametrize(
+    "path, says",
+    [
+        ("/workspace/" + "n" * 300, "limited to 255 bytes"),
+        ("/workspace/" + "é" * 128, "limited to 255 bytes"),
+        ("/workspace/" + ("d" * 250 + "/") * 17 + "f", "limited to 4095 bytes"),
+        ("/workspace/" + "d/" * 64 + "f", "limited to 64 levels"),
+    ],
+    ids=["long-name", "long-utf8-name", "long-path", "deep-path"],
+)
+def test_file_paths_past_the_kernels_limits_or_too_deep_are_400_naming_path(client, path, says):
+    """Issue 17: a name over 255 bytes, a path over 4095 bytes or over 64 levels is the caller's error, not a 500."""
+    env = client.beta.agents.environments.create(environment=hosted())
+    with pytest.raises(openai.BadRequestError) as e:
+        client.beta.agents.environments.files.create(env.id, type="inline", path=path, data=b64("x"))
+    err = error_of(e.value)
+    assert err["param"] == "path" and says in err["message"], err
+    with pytest.raises(openai.BadRequestError) as e:
+        client.beta.agents.environments.files.list(env.id, path=path)
+    assert error_of(e.value)["param"] == "path"
+    assert client.beta.agents.environments.retrieve(env.id).files == []
+
+
+def test_file_paths_at_the_limits_are_written(client):
+    env = client.beta.agents.environments.create(environment=hosted())
+    for path in ("/workspace/" + "n" * 255, "/workspace/" + "d/" * 62 + "f"):
+        f = client.beta.agents.environments.files.create(env.id, type="inline", path=path, data=b64("x"))
+        assert (f.path, f.size_bytes) == (path, 1)
+
+
 def test_symlinks_that_point_out_of_the_workspace_are_400(client, model):
     s = session(client, hosted())
     model.script(shell("ln -s /etc /workspace/etc-link; ln -s /etc/hostname /workspace/host-link"), reply("ok"))

@@ -12,7 +12,7 @@ import openai
 import pytest
 
 from harness import assert_recent, conforms, error_of
-from scripted import NONE, NOW_TOOL, call, only_turn, reply, send, turns, wait_idle, wait_turn, wait_until
+from scripted import NONE, NOW_TOOL, call, message, only_turn, reply, send, turns, wait_idle, wait_turn, wait_until
 
 
 def usage(input_tokens: int = 0, output_tokens: int = 0, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
@@ -236,6 +236,54 @@ def test_an_unknown_input_type_is_a_bad_request_naming_it(client, model):
             client.beta.agents.sessions.events.create(sid, events=events)
         assert error_of(e.value)["param"].startswith(param)
     assert turns(client, sid) == []
+
+
+def test_more_than_100_events_in_one_request_is_a_bad_request_and_applies_none(client, model):
+    """Issue 17: one request carries at most 100 input events."""
+    sid = new_session(client)
+    with pytest.raises(openai.BadRequestError) as e:
+        client.beta.agents.sessions.events.create(sid, events=[message(f"m{i}") for i in range(101)])
+    err = error_of(e.value)
+    assert err["param"] == "events"
+    assert "at most 100 events" in err["message"], err
+    assert turns(client, sid) == []
+    assert model.stats()["requests"] == 0
+
+
+def test_a_session_queues_at_most_100_turns_and_a_refused_submission_applies_nothing(client, model):
+    """Issue 17: past 100 queued turns a submission is a 429 naming the limit, and nothing of it is kept."""
+    model.script({"type": "stall"})
+    sid = new_session(client)
+    try:
+        # One turn runs (stalled), 99 wait.
+        client.beta.agents.sessions.events.create(sid, events=[message(f"m{i}") for i in range(100)])
+        first = turns(client, sid)[0].id
+        wait_turn(client, sid, first, "in_progress")
+        # Two more would make 101 queued: refused whole, not in part.
+        with pytest.raises(openai.RateLimitError) as e:
+            client.with_options(max_retries=0).beta.agents.sessions.events.create(
+                sid, events=[message("x1"), message("x2")]
+            )
+        err = error_of(e.value)
+        assert (err["type"], err["code"]) == ("rate_limit_error", "too_many_queued_turns")
+        assert "limit of 100" in err["message"], err
+        assert e.value.response.headers.get("x-should-retry") == "false"
+        assert len(turns(client, sid)) == 100
+        # The 100th queued turn is accepted; the next is refused where the queue lives.
+        send(client, sid, "the hundredth")
+        with pytest.raises(openai.RateLimitError) as e:
+            client.with_options(max_retries=0).beta.agents.sessions.events.create(sid, events=[message("one more")])
+        err = error_of(e.value)
+        assert err["code"] == "too_many_queued_turns"
+        assert "the session already has 100 queued turns" in err["message"], err
+        listed = turns(client, sid)
+        assert len(listed) == 101
+        assert [t.status for t in listed[1:]] == ["queued"] * 100
+        assert model.stats()["requests"] == 1
+    finally:
+        # Deleting the session drops its queue and stops the stalled turn.
+        client.beta.agents.sessions.delete(sid)
+        wait_until(lambda: model.stats()["aborted"] == 1, "the model request to be dropped")
 
 
 def test_cancel_with_no_active_turn_is_a_clear_bad_request(client, model):

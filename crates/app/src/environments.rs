@@ -22,12 +22,43 @@ pub const MAX_FILE_BYTES: usize = 32 << 20;
 /// Most files a listing walks below its path.
 const MAX_LISTED: usize = 100_000;
 
-/// Checks a path for the environment: under `/workspace`, no `..`.
+/// Longest name of one path component, in bytes (the kernel's `NAME_MAX`).
+pub const MAX_NAME_BYTES: usize = 255;
+/// Longest whole path, in bytes (the kernel's `PATH_MAX`, its NUL aside).
+pub const MAX_PATH_BYTES: usize = 4095;
+/// Most components a path may have, `/workspace` included.
+pub const MAX_PATH_DEPTH: usize = 64;
+
+/// Checks a path for the environment: under `/workspace`, no `..`, and
+/// within the kernel's limits on names and paths and our limit on depth.
 pub fn check_path(param: &str, path: &str) -> Result<String> {
     let full = if path.starts_with('/') { path.to_string() } else { format!("/workspace/{path}") };
     let inside = full == "/workspace" || full.starts_with("/workspace/");
     if !inside || full.split('/').any(|c| c == "..") || full.contains('\0') {
         return Err(Error::invalid(param, format!("'{path}' is not a path under /workspace")));
+    }
+    if full.len() > MAX_PATH_BYTES {
+        return Err(Error::invalid(
+            param,
+            format!("the path is {} bytes long; paths are limited to {MAX_PATH_BYTES} bytes", full.len()),
+        ));
+    }
+    let components: Vec<&str> = full.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    if let Some(long) = components.iter().find(|c| c.len() > MAX_NAME_BYTES) {
+        let start: String = long.chars().take(32).collect();
+        return Err(Error::invalid(
+            param,
+            format!(
+                "the name '{start}…' is {} bytes long; each name in a path is limited to {MAX_NAME_BYTES} bytes",
+                long.len()
+            ),
+        ));
+    }
+    if components.len() > MAX_PATH_DEPTH {
+        return Err(Error::invalid(
+            param,
+            format!("the path is {} levels deep; paths are limited to {MAX_PATH_DEPTH} levels", components.len()),
+        ));
     }
     Ok(full)
 }
@@ -167,8 +198,17 @@ pub fn sandbox_error(param: &str, e: sandbox::Error) -> Error {
         400 => Error::invalid(param, e.to_string()),
         404 => Error::NotFound(e.to_string()),
         413 => Error::TooLarge(e.to_string()),
+        _ if name_too_long(&e) => Error::invalid(param, "a name in the path is longer than the filesystem allows"),
         _ => Error::Internal(e.to_string()),
     }
+}
+
+/// Whether the filesystem refused a path as too long (`ENAMETOOLONG`), here
+/// or inside the sandbox (whose errors arrive as their message).
+fn name_too_long(e: &sandbox::Error) -> bool {
+    const ENAMETOOLONG: i32 = 36;
+    let sandbox::Error::Io { source, .. } = e else { return false };
+    source.raw_os_error() == Some(ENAMETOOLONG) || source.to_string().contains(&format!("(os error {ENAMETOOLONG})"))
 }
 
 /// A file to put into an environment (`POST …/files`).
@@ -374,5 +414,41 @@ impl Service<'_> {
         let has_more = start + page.len() < files.len();
         let next = if has_more { page.last().map(|(p, _)| p.clone()) } else { None };
         Ok(FilePage { files: page, has_more, next })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_past_the_kernels_limits_or_too_deep_are_invalid_naming_the_param() {
+        let name = "n".repeat(MAX_NAME_BYTES);
+        assert!(check_path("path", &name).is_ok());
+        let deep = format!("{}f", "d/".repeat(MAX_PATH_DEPTH - 2));
+        assert!(check_path("path", &deep).is_ok());
+        for bad in [
+            "n".repeat(MAX_NAME_BYTES + 1),
+            format!("{}f", "d/".repeat(MAX_PATH_DEPTH - 1)),
+            format!("{}f", format!("{}/", "d".repeat(200)).repeat(21)),
+        ] {
+            match check_path("path", &bad) {
+                Err(Error::Invalid { param: Some(p), .. }) => assert_eq!(p, "path"),
+                other => panic!("{} bytes: {other:?}", bad.len()),
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_too_long_for_the_filesystem_is_the_callers_error() {
+        let inside = sandbox::Error::Io {
+            context: "inside the sandbox".into(),
+            source: std::io::Error::other("/workspace/x: File name too long (os error 36)"),
+        };
+        assert!(matches!(sandbox_error("path", inside), Error::Invalid { param: Some(p), .. } if p == "path"));
+        let here = sandbox::Error::Io { context: "write".into(), source: std::io::Error::from_raw_os_error(36) };
+        assert!(matches!(sandbox_error("path", here), Error::Invalid { .. }));
+        let other = sandbox::Error::Io { context: "write".into(), source: std::io::Error::other("disk on fire") };
+        assert!(matches!(sandbox_error("path", other), Error::Internal(_)));
     }
 }

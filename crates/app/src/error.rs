@@ -30,6 +30,10 @@ pub enum Error {
     Conflict(String),
     #[error("{0}")]
     TooLarge(String),
+    /// A limit on work waiting to be done is reached (a session's queued
+    /// turns): 429, and nothing of the request was applied.
+    #[error("{0}")]
+    TooManyQueued(String),
     /// The database cannot be reached now (restarting, say): 503, and the
     /// same request may succeed shortly.
     #[error("The database is unavailable; retry the request shortly.")]
@@ -95,6 +99,7 @@ impl From<engine::Error> for Error {
             engine::Error::Unavailable => Error::Unavailable,
             e @ engine::Error::EnvironmentUnavailable { .. } => Error::EnvironmentUnavailable(e.to_string()),
             e @ engine::Error::UnknownApproval { .. } => Error::Conflict(e.to_string()),
+            e @ engine::Error::QueueFull { .. } => Error::TooManyQueued(e.to_string()),
             // The client's tool dispatcher recognises exactly this shape.
             engine::Error::UnknownToolCall { call_id } => Error::Invalid {
                 param: Some("call_id".into()),

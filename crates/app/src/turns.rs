@@ -12,12 +12,14 @@ use protocol::ids::{SessionId, TurnId};
 use protocol::item::{Content, InputMessage, Item};
 use protocol::list::PageRequest;
 use protocol::session::SessionRecord;
-use protocol::turn::Turn;
+use protocol::turn::{Turn, TurnStatus};
 use protocol::turn_settings::NewTurn;
 use store::Page;
 
 /// Longest `Idempotency-Key` accepted.
 const MAX_IDEMPOTENCY_KEY: usize = 256;
+/// Most input events one request may carry.
+pub const MAX_EVENTS: usize = 100;
 
 /// Checks input messages and turns them into content lists.
 pub fn input_messages(param: &str, input: Vec<InputMessage>) -> Result<Vec<Vec<Content>>> {
@@ -37,6 +39,12 @@ enum Planned {
 fn plan(events: Vec<InputEvent>) -> Result<Vec<Planned>> {
     if events.is_empty() {
         return Err(Error::invalid("events", "at least one event is required"));
+    }
+    if events.len() > MAX_EVENTS {
+        return Err(Error::invalid(
+            "events",
+            format!("at most {MAX_EVENTS} events are accepted per request; this one has {}", events.len()),
+        ));
     }
     events
         .into_iter()
@@ -85,6 +93,7 @@ impl Service<'_> {
     pub async fn apply(&self, session_id: SessionId, events: Vec<InputEvent>, key: Option<&str>) -> Result<()> {
         let session = self.app.sessions(self.org).get(session_id).await?;
         let planned = plan(events)?;
+        self.check_room(&session, &planned).await?;
         if let Some(key) = key {
             if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY {
                 return Err(Error::invalid("Idempotency-Key", "must be 1 to 256 characters"));
@@ -98,6 +107,28 @@ impl Service<'_> {
             self.app.store.release_idempotency_key(self.org, session.id, key).await?;
         }
         outcome
+    }
+
+    /// 429 when the request's messages would pass the session's limit of
+    /// queued turns, before any of them is applied. The engine checks each
+    /// turn as it is queued (on whichever node runs the session); this check
+    /// keeps a request of many messages from being applied in part.
+    async fn check_room(&self, session: &SessionRecord, planned: &[Planned]) -> Result<()> {
+        let messages = planned.iter().filter(|p| matches!(p, Planned::Message(_))).count();
+        if messages < 2 {
+            return Ok(());
+        }
+        let limit = engine::MAX_QUEUED_TURNS;
+        self.app.engine.flush().await?;
+        let page = PageRequest { limit: limit as u32 + 1, ..Default::default() };
+        let latest = self.app.store.list_turns(self.org, session.id, &page).await?;
+        let queued = latest.items.iter().filter(|t| t.status == TurnStatus::Queued).count();
+        if queued + messages > limit {
+            return Err(Error::TooManyQueued(format!(
+                "the session already has {queued} queued turns: {messages} more would pass the limit of {limit}"
+            )));
+        }
+        Ok(())
     }
 
     async fn apply_planned(&self, session: &SessionRecord, planned: Vec<Planned>) -> Result<()> {

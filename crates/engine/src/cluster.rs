@@ -61,6 +61,7 @@ enum Outcome {
     Done { turn_id: Option<TurnId> },
     NoActiveTurn,
     UnknownToolCall { call_id: String },
+    QueueFull { limit: usize },
     Unavailable,
     EnvironmentUnavailable { environment: String, node: String },
     Failed { message: String },
@@ -72,6 +73,7 @@ impl Outcome {
             Ok(turn_id) => Outcome::Done { turn_id },
             Err(Error::NoActiveTurn) => Outcome::NoActiveTurn,
             Err(Error::UnknownToolCall { call_id }) => Outcome::UnknownToolCall { call_id },
+            Err(Error::QueueFull { limit }) => Outcome::QueueFull { limit },
             Err(Error::Unavailable) => Outcome::Unavailable,
             Err(Error::EnvironmentUnavailable { environment, node }) => {
                 Outcome::EnvironmentUnavailable { environment, node }
@@ -86,6 +88,7 @@ impl Outcome {
             Outcome::Done { turn_id } => Ok(turn_id),
             Outcome::NoActiveTurn => Err(Error::NoActiveTurn),
             Outcome::UnknownToolCall { call_id } => Err(Error::UnknownToolCall { call_id }),
+            Outcome::QueueFull { limit } => Err(Error::QueueFull { limit }),
             Outcome::Unavailable => Err(Error::Unavailable),
             Outcome::EnvironmentUnavailable { environment, node } => {
                 Err(Error::EnvironmentUnavailable { environment, node })

@@ -22,6 +22,10 @@ pub enum Error {
         "environment '{environment}' lives on node '{node}', which is not running; it is back with its files when that node is"
     )]
     EnvironmentUnavailable { environment: String, node: String },
+    /// The session already has [`crate::MAX_QUEUED_TURNS`] turns waiting to
+    /// run: a new one is refused, and nothing of it is written.
+    #[error("the session already has {limit} queued turns; wait for some to end or cancel them")]
+    QueueFull { limit: usize },
     /// The database cannot be reached now (the same request may succeed later).
     #[error("the database is unavailable")]
     Unavailable,

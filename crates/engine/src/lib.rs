@@ -56,5 +56,5 @@ pub mod workflow_tool;
 
 pub use bus::Bus;
 pub use error::{Error, Result};
-pub use runtime::Engine;
+pub use runtime::{Engine, MAX_QUEUED_TURNS};
 pub use tools::{HostedOutput, HostedTools, HostedToolsFactory};

@@ -26,6 +26,10 @@ use store::{Store, Write};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+/// Most turns a session may have waiting to run (the running one aside): each
+/// is a paid model call, and a runaway client must not queue thousands.
+pub const MAX_QUEUED_TURNS: usize = 100;
+
 /// The turn a session's worker is running.
 struct Active {
     turn_id: TurnId,
@@ -175,6 +179,10 @@ impl Engine {
         messages: Vec<Vec<Content>>,
         new: NewTurn,
     ) -> Result<Turn> {
+        // Here, where the queue lives, so the limit holds whichever node took the request.
+        if self.slots().get(&session.id).is_some_and(|s| s.queued.len() >= MAX_QUEUED_TURNS) {
+            return Err(Error::QueueFull { limit: MAX_QUEUED_TURNS });
+        }
         let mut turn = Turn::queued(turn_id, session.id, &session.agent.id, now());
         turn.background = new.background;
         turn.settings = new.settings.filter(|s| !s.is_empty());

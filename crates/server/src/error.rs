@@ -83,6 +83,9 @@ impl ApiError {
             }
             E::Conflict(_) => (StatusCode::CONFLICT, "conflict_error", Some("conflict"), None),
             E::TooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "invalid_request_error", Some("request_too_large"), None),
+            E::TooManyQueued(_) => {
+                (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some("too_many_queued_turns"), None)
+            }
             E::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("database_unavailable"), None),
             E::EnvironmentUnavailable(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("environment_unavailable"), None)
@@ -104,8 +107,9 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { error: ErrorObject { kind: kind.into(), code: code.map(Into::into), message, param } };
         let mut response = (status, axum::Json(body)).into_response();
-        if status == StatusCode::CONFLICT {
-            // The `openai` client retries 409s; these conflicts do not clear by themselves.
+        if status == StatusCode::CONFLICT || status == StatusCode::TOO_MANY_REQUESTS {
+            // The `openai` client retries 409s and 429s; these do not clear by themselves
+            // (a full queue drains only as its turns end).
             response.headers_mut().insert("x-should-retry", axum::http::HeaderValue::from_static("false"));
         }
         response
