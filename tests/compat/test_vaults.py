@@ -273,3 +273,58 @@ def test_a_wrong_master_key_stops_the_start(own_server, tmp_path: Path):
 
     again = own_server(data_dir=data, bootstrap_key=key, env={"REBYTE_MASTER_KEY": first})
     assert [x.id for x in again.client().beta.agents.vaults.list().data] == [v.id]
+
+
+def test_a_credential_id_outside_the_sessions_vaults_is_not_found_at_creation(vault_client: OpenAI, admin):
+    """Issue 17, item 7: an MCP tool's `credential_id` is checked when the
+    session is made (not at its first turn): it must be a credential of one
+    of the session's `vault_ids`. Another organization's credential, an
+    unknown id and one of a vault not attached all answer the same 404."""
+    url = "https://m.example.com/mcp"
+    v = vault_client.beta.agents.vaults.create(name="mine")
+    c = vault_client.beta.agents.vaults.credentials.create(
+        v.id, name="c", auth={"type": "static_bearer", "token": "t", "mcp_server_url": url}
+    )
+    stranger, _ = admin.new_org_client(VAULT_SCOPES)
+    theirs = stranger.beta.agents.vaults.create(name="theirs")
+    tc = stranger.beta.agents.vaults.credentials.create(
+        theirs.id, name="c", auth={"type": "static_bearer", "token": "t", "mcp_server_url": url}
+    )
+
+    def tool(credential_id: str) -> dict[str, Any]:
+        return {"type": "mcp", "server_label": "m", "transport": {"type": "http", "server_url": url},
+                "credential_id": credential_id}
+
+    def refused(credential_id: str, vault_ids: list[str]) -> dict[str, Any]:
+        with pytest.raises(openai.NotFoundError) as e:
+            vault_client.beta.agents.sessions.create(
+                agent={"model": "gpt-test", "tools": [tool(credential_id)]}, environment=NONE, vault_ids=vault_ids
+            )
+        err = error_of(e.value)
+        assert (err["type"], err["code"], err["param"]) == ("not_found_error", "not_found", "agent.tools[0].credential_id")
+        assert credential_id in err["message"]
+        return err
+
+    unknown = "cred_" + "0" * 32
+    messages = {
+        refused(tc.id, [v.id])["message"].replace(tc.id, "X"),
+        refused(unknown, [v.id])["message"].replace(unknown, "X"),
+        refused(c.id, [])["message"].replace(c.id, "X"),
+    }
+    assert len(messages) == 1, f"another organization's credential is answered like an unknown one: {messages}"
+
+    ok = vault_client.beta.agents.sessions.create(
+        agent={"model": "gpt-test", "tools": [tool(c.id)]}, environment=NONE, vault_ids=[v.id]
+    )
+    assert ok.vault_ids == [v.id]
+
+    # A saved agent's tools are checked against the vaults of each session made from it.
+    agent = vault_client.beta.agents.create(model="gpt-test", tools=[tool(tc.id)])
+    with pytest.raises(openai.NotFoundError) as e:
+        vault_client.beta.agents.sessions.create(agent_id=agent.id, environment=NONE, vault_ids=[v.id])
+    assert error_of(e.value)["param"] == "agent.tools[0].credential_id"
+
+    # Replacing a session's tools checks them the same way.
+    with pytest.raises(openai.NotFoundError) as e:
+        vault_client.beta.agents.sessions.update(ok.id, extra_body={"agent": {"tools": [tool(tc.id)]}})
+    assert error_of(e.value)["param"] == "agent.tools[0].credential_id"

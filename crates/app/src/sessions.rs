@@ -17,6 +17,7 @@ use protocol::session::{
     EnvironmentParam, EnvironmentRole, INLINE_AGENT_ID, Review, Session, SessionAgent, SessionAgentParam,
     SessionCreate, SessionRecord, SessionUpdate,
 };
+use protocol::tool::ToolParam;
 use protocol::turn::Turn;
 use protocol::turn_settings::NewTurn;
 use protocol::validate::{self, Owner};
@@ -189,6 +190,40 @@ impl Service<'_> {
         }
     }
 
+    /// Checks that every MCP tool's explicit `credential_id` is a credential
+    /// of one of the session's vaults (`vault_ids`, already checked to be this
+    /// organization's), where its turns will look for it: an unknown id,
+    /// another organization's, or one outside those vaults is a 404 naming
+    /// `agent.tools[i].credential_id` (the same answer for all three).
+    async fn check_credential_ids(&self, config: &AgentConfig, vault_ids: &[String]) -> Result<()> {
+        let wanted: Vec<(usize, &str)> = config
+            .tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, tool)| match tool {
+                ToolParam::Mcp(m) => m.credential_id.as_deref().map(|id| (i, id)),
+                _ => None,
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let attached = if vault_ids.is_empty() {
+            Vec::new()
+        } else {
+            self.app.store.vault_credentials(self.org, vault_ids).await?
+        };
+        match wanted.into_iter().find(|(_, id)| !attached.iter().any(|r| r.credential.id == *id)) {
+            None => Ok(()),
+            Some((i, id)) => Err(Error::MissingReference {
+                param: format!("agent.tools[{i}].credential_id"),
+                message: format!(
+                    "No credential found with id '{id}' in the vaults attached to this session (vault_ids)."
+                ),
+            }),
+        }
+    }
+
     async fn agent(&self, source: AgentSource) -> Result<SessionAgent> {
         let (mut agent, overrides) = match source {
             AgentSource::Saved { agent_id, overrides } => {
@@ -220,6 +255,7 @@ impl Service<'_> {
         if configured {
             check_agent(&agent.config)?;
         }
+        self.check_credential_ids(&agent.config, &new.vault_ids).await?;
         let mut record = new_record(agent, new.metadata);
         mcp_secrets::seal_session_secrets(self.app.credentials.cipher(), self.org, &mut record, true)?;
         record.prompt_cache_options = new.prompt_cache_options;
@@ -301,6 +337,9 @@ impl Service<'_> {
         req.apply(&mut record);
         validate::metadata("metadata", &record.metadata)?;
         check_agent(&record.agent.config)?;
+        if tools_replaced {
+            self.check_credential_ids(&record.agent.config, &record.vault_ids).await?;
+        }
         mcp_secrets::seal_session_secrets(self.app.credentials.cipher(), self.org, &mut record, tools_replaced)?;
         self.put(&record).await?;
         Ok(record)

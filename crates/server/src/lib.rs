@@ -127,12 +127,27 @@ pub enum StartError {
 
 /// Opens the store the configuration names, creating the data directory.
 pub async fn open_store(config: &Config) -> Result<Arc<dyn store::Store>, StartError> {
-    std::fs::create_dir_all(&config.data_dir)
-        .map_err(|source| StartError::DataDir { path: config.data_dir.clone(), source })?;
+    private_dir(&config.data_dir).map_err(|source| StartError::DataDir { path: config.data_dir.clone(), source })?;
     Ok(match &config.database_url {
         None => Arc::new(store::SqliteStore::open(&config.data_dir.join("rebyte.db")).await?),
         Some(url) => store::open(url).await?,
     })
+}
+
+/// Creates the data directory with mode 0700, or takes group and other
+/// permissions off an existing one: it holds the database, the master key
+/// and the environments' files. An existing directory that cannot be
+/// changed (another user's) is used as it is, with a warning.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0
+        && let Err(e) = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))
+    {
+        tracing::warn!(path = %dir.display(), error = %e, "cannot restrict the data directory to its owner");
+    }
+    Ok(())
 }
 
 /// The SQLite file the configuration names.

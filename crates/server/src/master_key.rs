@@ -16,6 +16,11 @@ pub async fn open_cipher(store: &dyn Store, config: &Config) -> Result<(Cipher, 
     let (key, created) = MasterKey::load(config.master_key.as_ref(), &key_file, existing.is_none())?;
     if created {
         tracing::info!(path = %key_file.display(), "created a new master key file (mode 0600): back it up");
+    } else if config.master_key.is_none() {
+        use std::os::unix::fs::PermissionsExt;
+        if std::fs::metadata(&key_file).is_ok_and(|m| m.permissions().mode() & 0o077 != 0) {
+            tracing::warn!(path = %key_file.display(), "the master key file is readable by other users: make it mode 0600");
+        }
     }
     let cipher = Cipher::new(&key);
     let check = match existing {

@@ -59,6 +59,33 @@ impl Backend for SqliteDb {
     }
 }
 
+/// Keeps the database's files to their owner: a missing database file is
+/// created 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm`
+/// the main file's mode), and an existing one's files lose their group and
+/// other permissions. What cannot be done is logged; SQLite's own open
+/// reports a file it cannot use.
+fn private_files(path: &Path) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let created = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path);
+    if let Err(e) = created
+        && e.kind() != std::io::ErrorKind::AlreadyExists
+    {
+        tracing::warn!(path = %path.display(), error = %e, "cannot create the database file with mode 0600");
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        let file = PathBuf::from(name);
+        let Ok(meta) = std::fs::metadata(&file) else { continue };
+        let mode = meta.permissions().mode();
+        if mode & 0o077 != 0
+            && let Err(e) = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode & 0o700))
+        {
+            tracing::warn!(path = %file.display(), error = %e, "cannot restrict the database file to its owner");
+        }
+    }
+}
+
 /// `AND metadata[key] = value` on `table.doc`.
 fn metadata(q: &mut Sql, table: &str, key: &str, value: &str) {
     q.push(format!(" AND EXISTS (SELECT 1 FROM json_each({table}.doc, '$.metadata') WHERE key = "));
@@ -102,6 +129,7 @@ impl SqliteStore {
 
     async fn connect(options: SqliteConnectOptions) -> Result<Self> {
         let path = options.get_filename().to_path_buf();
+        private_files(&path);
         let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
         crate::migrate::run(&MIGRATOR, &pool).await?;
         Ok(SqlStore::new(SqliteDb { pool, path }))

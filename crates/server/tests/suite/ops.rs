@@ -41,6 +41,38 @@ async fn first_start_writes_the_bootstrap_key_with_mode_0600() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), key, "the key is not replaced");
 }
 
+/// The permission bits of `path`.
+fn mode_of(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).permissions().mode() & 0o777
+}
+
+/// Starts a server (SQLite) on `data_dir` and checks that the directory is
+/// 0700 and the database (with its -wal and -shm) and master.key are 0600.
+async fn assert_private_after_start(data_dir: &std::path::Path) {
+    let mut config = server::Config::new(data_dir);
+    config.bootstrap_key = Some(crate::support::test_key("boot"));
+    let state = server::start(&config).await.unwrap();
+    assert_eq!(mode_of(data_dir), 0o700, "the data directory");
+    for name in ["rebyte.db", "rebyte.db-wal", "rebyte.db-shm", "master.key"] {
+        assert_eq!(mode_of(&data_dir.join(name)), 0o600, "{name}");
+    }
+    drop(state);
+}
+
+#[tokio::test]
+async fn the_data_directory_and_database_files_are_private_to_their_owner() {
+    let tmp = tempfile::tempdir().unwrap();
+    // A fresh data directory, created by the server (its parent too).
+    assert_private_after_start(&tmp.path().join("new").join("data")).await;
+    // One made beforehand with the usual umask, holding an (empty) database file.
+    let existing = tmp.path().join("existing");
+    std::fs::create_dir(&existing).unwrap();
+    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(existing.join("rebyte.db"), b"").unwrap();
+    std::fs::set_permissions(existing.join("rebyte.db"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    assert_private_after_start(&existing).await;
+}
+
 #[tokio::test]
 async fn everything_survives_a_restart() {
     let s = TestServer::start().await;
