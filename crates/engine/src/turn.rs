@@ -318,16 +318,21 @@ impl TurnRun {
         Ok(None)
     }
 
-    async fn record_failed_call(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> Result<()> {
-        let turn_id = self.rec.turn.id;
-        let item = Item::FunctionCall {
+    /// A new `function_call` item of this turn for the model's call.
+    pub(crate) fn function_call_item(&self, call: &ToolCall, arguments: Value, status: ItemStatus) -> Item {
+        Item::FunctionCall {
             id: new_item_id(),
-            turn_id,
+            turn_id: self.rec.turn.id,
             call_id: call.id.clone(),
             name: call.name.clone(),
             arguments,
-            status: ItemStatus::Failed,
-        };
+            status,
+        }
+    }
+
+    async fn record_failed_call(&mut self, call: &ToolCall, arguments: Value, problem: &str) -> Result<()> {
+        let turn_id = self.rec.turn.id;
+        let item = self.function_call_item(call, arguments, ItemStatus::Failed);
         self.rec.add_done_item(item).await?;
         self.rec.tool_finished(ToolKind::Function, ItemStatus::Failed);
         let output = Item::FunctionCallOutput {

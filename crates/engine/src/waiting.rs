@@ -109,14 +109,7 @@ impl TurnRun {
     /// Records a client function call the turn will wait for.
     pub(crate) async fn function_pending(&mut self, call: &ToolCall, arguments: Value) -> Result<Pending> {
         let turn_id = self.rec.turn.id;
-        let item = Item::FunctionCall {
-            id: new_item_id(),
-            turn_id,
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            arguments: arguments.clone(),
-            status: ItemStatus::InProgress,
-        };
+        let item = self.function_call_item(call, arguments.clone(), ItemStatus::InProgress);
         let index = self.rec.add_item(item.clone()).await?;
         let action = json!({"type": "function_call", "call_id": call.id, "name": call.name,
                             "arguments": arguments, "turn_id": turn_id});
