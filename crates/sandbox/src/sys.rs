@@ -1,6 +1,6 @@
 //! The crate's only `unsafe`: raw system calls that neither std nor nix wrap
 //! (clone3 into new namespaces, the fd-based mount API, capability dropping,
-//! a loopback ioctl, pidfd signals). Each wrapper is small and safe to call.
+//! a seccomp filter, a loopback ioctl, pidfd signals). Each wrapper is small and safe to call.
 #![allow(unsafe_code)]
 
 use std::ffi::{CStr, CString, c_int, c_void};
@@ -338,6 +338,18 @@ pub(crate) fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {
     let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
     // SAFETY: capset reads a version-3 header and two data structs we own.
     let ret = unsafe { libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr()) };
+    check(ret).map(drop)
+}
+
+/// Installs a seccomp filter (a classic BPF program) on the calling thread;
+/// every child inherits it. Needs `no_new_privs` or `CAP_SYS_ADMIN`.
+pub(crate) fn install_seccomp_filter(program: &[libc::sock_filter]) -> io::Result<()> {
+    let len = u16::try_from(program.len()).map_err(|_| io::Error::other("seccomp program too long"))?;
+    let prog = libc::sock_fprog { len, filter: program.as_ptr().cast_mut() };
+    // SAFETY: `prog` points to `len` instructions of `program`, which the
+    // kernel only reads (and copies) during the call.
+    let ret =
+        unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &prog as *const libc::sock_fprog) };
     check(ret).map(drop)
 }
 

@@ -1,18 +1,20 @@
 //! The in-sandbox agent: PID 1 of the sandbox's pid namespace. It builds the
-//! private root (local backend), drops every capability, then serves the
+//! private root (local backend), drops every capability, installs the
+//! seccomp filter every process it starts inherits, then serves the
 //! [`crate::wire`] protocol on fd 3 with a single-threaded poll loop: runs
 //! commands, streams their output, reaps every zombie, reads and writes
 //! files and keeps long-lived processes. No async runtime, to stay small.
 //!
 //! Layout: `mounts` builds the root, `control` buffers the channel,
 //! `procs` owns child processes, `files` the confined file operations,
-//! `serve` the loop that ties them together.
+//! `seccomp` the system-call filter, `serve` the loop that ties them together.
 
 mod control;
 mod files;
 mod mounts;
 mod procs;
 mod relay;
+mod seccomp;
 mod serve;
 
 use crate::wire::{Fatal, Frame, Hello, InitConfig, Kind, PROTOCOL_VERSION};
@@ -102,7 +104,7 @@ fn threads() -> Option<usize> {
 
 /// Builds the sandbox from the init config: dial socket, private root,
 /// hostname, loopback, egress port, rlimits; then drops every capability
-/// for good.
+/// for good and installs the seccomp filter every child inherits.
 fn setup(cfg: &InitConfig) -> Result<relay::Relays, String> {
     let mut relays = relay::Relays::default();
     if let Some(path) = &cfg.dial_socket {
@@ -141,5 +143,6 @@ fn setup(cfg: &InitConfig) -> Result<relay::Relays, String> {
     nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
     crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
     nix::sys::prctl::set_dumpable(false).map_err(|e| format!("dumpable: {e}"))?;
+    seccomp::install().map_err(|e| format!("seccomp filter: {e}"))?;
     Ok(relays)
 }

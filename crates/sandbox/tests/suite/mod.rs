@@ -10,6 +10,7 @@ mod output;
 mod pause;
 mod pool;
 mod remote;
+mod seccomp;
 mod setup;
 mod sharing;
 mod stdio;
