@@ -318,11 +318,26 @@ def test_a_credential_id_outside_the_sessions_vaults_is_not_found_at_creation(va
     )
     assert ok.vault_ids == [v.id]
 
-    # A saved agent's tools are checked against the vaults of each session made from it.
-    agent = vault_client.beta.agents.create(model="gpt-test", tools=[tool(tc.id)])
+    # A saved agent's credential must be one of its organization's when the
+    # agent is made or its tools replaced (the same 404 for another
+    # organization's and an unknown one) ...
+    for bad in (tc.id, unknown):
+        with pytest.raises(openai.NotFoundError) as e:
+            vault_client.beta.agents.create(model="gpt-test", tools=[tool(bad)])
+        err = error_of(e.value)
+        assert (err["code"], err["param"]) == ("not_found", "tools[0].credential_id"), err
+        assert bad in err["message"]
+    agent = vault_client.beta.agents.create(model="gpt-test", tools=[tool(c.id)])
     with pytest.raises(openai.NotFoundError) as e:
-        vault_client.beta.agents.sessions.create(agent_id=agent.id, environment=NONE, vault_ids=[v.id])
+        vault_client.beta.agents.update(agent.id, tools=[tool(tc.id)])
+    assert error_of(e.value)["param"] == "tools[0].credential_id"
+    assert vault_client.beta.agents.update(agent.id, name="renamed").version == 2
+    # ... and in the vaults of each session made from it.
+    with pytest.raises(openai.NotFoundError) as e:
+        vault_client.beta.agents.sessions.create(agent_id=agent.id, environment=NONE, vault_ids=[])
     assert error_of(e.value)["param"] == "agent.tools[0].credential_id"
+    made = vault_client.beta.agents.sessions.create(agent_id=agent.id, environment=NONE, vault_ids=[v.id])
+    assert made.vault_ids == [v.id]
 
     # Replacing a session's tools checks them the same way.
     with pytest.raises(openai.NotFoundError) as e:

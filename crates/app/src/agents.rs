@@ -5,6 +5,7 @@ use crate::{App, Error, Result, now};
 use protocol::agent::{AgentCreate, AgentRecord, AgentUpdate, Patch};
 use protocol::ids::Kind;
 use protocol::list::PageRequest;
+use protocol::tool::ToolParam;
 use protocol::validate::{self, Owner};
 use store::Page;
 
@@ -41,6 +42,7 @@ impl Service<'_> {
         let record =
             AgentRecord { id: Kind::Agent.mint(), version: 1, created_at: at, updated_at: at, name, metadata, config };
         check(&record)?;
+        self.check_credential_ids(&record).await?;
         self.app.store.create_agent(self.org, &record).await?;
         Ok(record)
     }
@@ -50,17 +52,51 @@ impl Service<'_> {
         if matches!(req.model, Patch::Null) {
             return Err(Error::invalid("model", "model cannot be null"));
         }
+        let tools_replaced = !matches!(req.tools, Patch::Absent);
         for _ in 0..UPDATE_ATTEMPTS {
             let mut record = self.get(id).await?;
             req.clone().apply(&mut record);
             record.version += 1;
             record.updated_at = now();
             check(&record)?;
+            if tools_replaced {
+                self.check_credential_ids(&record).await?;
+            }
             if self.app.store.update_agent(self.org, &record).await? {
                 return Ok(record);
             }
         }
         Err(Error::Conflict(format!("agent '{id}' is being updated concurrently; try again")))
+    }
+
+    /// Checks that every MCP tool's explicit `credential_id` names a
+    /// credential of this organization (in any of its vaults: which vaults a
+    /// session attaches is decided when the session is made, and checked
+    /// then). An unknown id and another organization's get the same 404
+    /// naming `tools[i].credential_id`.
+    async fn check_credential_ids(&self, record: &AgentRecord) -> Result<()> {
+        let wanted: Vec<(usize, String)> = record
+            .config
+            .tools
+            .iter()
+            .enumerate()
+            .filter_map(|(i, tool)| match tool {
+                ToolParam::Mcp(m) => m.credential_id.clone().map(|id| (i, id)),
+                _ => None,
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = wanted.iter().map(|(_, id)| id.clone()).collect();
+        let found = self.app.store.existing_credentials(self.org, &ids).await?;
+        match wanted.into_iter().find(|(_, id)| !found.contains(id)) {
+            None => Ok(()),
+            Some((i, id)) => Err(Error::MissingReference {
+                param: format!("tools[{i}].credential_id"),
+                message: format!("No credential found with id '{id}'."),
+            }),
+        }
     }
 
     pub async fn list(&self, page: &PageRequest) -> Result<Page<AgentRecord>> {

@@ -330,6 +330,21 @@ impl Service<'_> {
         self.remove(id).await
     }
 
+    /// Stops every process in the environment's sandbox and starts it again
+    /// over the same files, without repeating setup (a runaway environment's
+    /// way back). Its stdio MCP servers die with the old sandbox and answer
+    /// as dead from then on. A failed or initializing environment is a 409.
+    pub async fn restart(&self, id: &EnvironmentId) -> Result<EnvironmentRecord> {
+        let record = self.get(id).await?;
+        if record.status == protocol::environment::EnvironmentStatus::Failed {
+            return Err(Error::Conflict(format!(
+                "environment '{id}' failed to initialize; there is nothing to restart (create a new one)"
+            )));
+        }
+        self.app.envs.restart(self.org, id).await.map_err(|e| Error::Conflict(e.message))?;
+        self.get(id).await
+    }
+
     /// Stops everything in an environment and deletes it with its files.
     pub(crate) async fn remove(&self, id: &EnvironmentId) -> Result<()> {
         // Its MCP brokers (stdio servers in the sandbox) end with it; the sandbox id is the environment's.

@@ -34,6 +34,10 @@ pub enum Error {
     /// turns): 429, and nothing of the request was applied.
     #[error("{0}")]
     TooManyQueued(String),
+    /// A per-organization limit that clears by itself (a request rate,
+    /// active turns): 429 with `Retry-After`, nothing of the request applied.
+    #[error("{message}")]
+    RateLimited { code: &'static str, message: String, retry_after: std::time::Duration },
     /// The database cannot be reached now (restarting, say): 503, and the
     /// same request may succeed shortly.
     #[error("The database is unavailable; retry the request shortly.")]

@@ -16,6 +16,7 @@
 //!   resolved and copied when it is created.
 //! - [`error`]: [`Error`], what an operation answers when it cannot be done.
 //! - [`keys`]: organizations and `rbk_` keys (minting, hashing, lookup).
+//! - [`limits`]: per-organization request rate and active turns.
 //! - [`credentials`]: vault credentials at run time (MCP credential choice,
 //!   OAuth refresh, environment credentials) and sealing what vaults store.
 //! - [`mcp_secrets`]: session-level MCP secrets sealed at rest, and the
@@ -32,6 +33,7 @@ pub mod error;
 pub mod files;
 pub mod idempotency;
 pub mod keys;
+pub mod limits;
 pub mod mcp_secrets;
 pub mod responses;
 pub mod sessions;
@@ -56,6 +58,10 @@ pub struct App {
     pub credentials: Credentials,
     /// Every MCP connection: closed when sessions and environments are deleted.
     pub mcp: Arc<mcp::Hub>,
+    /// What one organization may ask for at once.
+    pub limits: limits::OrgLimits,
+    /// This node's request buckets, one per organization.
+    pub requests: Arc<limits::RequestRate>,
 }
 
 impl App {

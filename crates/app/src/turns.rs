@@ -84,6 +84,7 @@ pub struct Service<'a> {
 impl Service<'_> {
     /// Queues one turn's input (committed before this returns).
     pub async fn submit(&self, session: &SessionRecord, messages: Vec<Vec<Content>>, new: NewTurn) -> Result<Turn> {
+        self.app.check_active_turns(self.org).await?;
         Ok(self.app.engine.submit_input(self.org, session, messages, new).await?)
     }
 

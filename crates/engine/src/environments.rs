@@ -486,6 +486,33 @@ impl Environments {
         }
     }
 
+    /// Stops every process of the environment's sandbox on this server: the
+    /// sandbox is destroyed and a new one started over the same files, without
+    /// setup (which runs once in an environment's life). Established stdio MCP
+    /// servers die with it and their brokers fail explicitly from then on.
+    /// An environment not running here has nothing to stop; one whose
+    /// initialization is under way is refused (`environment_initializing`).
+    pub async fn restart(self: &Arc<Self>, org_id: &str, env_id: &EnvironmentId) -> Result<bool, EnvFailure> {
+        let init = {
+            let mut live = self.live();
+            let initializing = live.get(env_id).and_then(|l| l.init.as_ref()).is_some_and(|i| i.peek().is_none());
+            if initializing {
+                return Err(EnvFailure::new(
+                    "environment_initializing",
+                    format!("environment {env_id} is initializing; restart it once it is ready"),
+                ));
+            }
+            live.remove(env_id).and_then(|l| l.init)
+        };
+        let Some(Ok(sandbox)) = init.and_then(|i| i.peek().cloned()) else { return Ok(false) };
+        if let Err(e) = sandbox.destroy().await {
+            tracing::warn!(environment = %env_id, error = %e, "stopping a sandbox to restart it failed");
+        }
+        tracing::info!(environment = %env_id, "environment restarted");
+        self.sandbox(org_id, env_id).await?;
+        Ok(true)
+    }
+
     /// Pauses sandboxes idle for longer than the configured time. Runs until
     /// the manager is dropped.
     pub fn start_reaper(self: &Arc<Self>) {

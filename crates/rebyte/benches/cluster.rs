@@ -58,6 +58,8 @@ impl Cluster {
             .arg(self.master_key.path().join("master.key"))
             .env("REBYTE_DATABASE_URL", &self.database_url)
             .env("REBYTE_BOOTSTRAP_KEY", KEY)
+            .env("REBYTE_ORG_REQUESTS_PER_SECOND", "0")
+            .env("REBYTE_ORG_ACTIVE_TURNS", "0")
             .env("OPENAI_BASE_URL", model.base_url())
             .env("OPENAI_API_KEY", "bench")
             .env("REBYTE_LOG", "error")

@@ -77,6 +77,15 @@ enum Command {
         /// which every node shares.
         #[arg(long, env = "REBYTE_CLUSTER_SECRET", hide_env_values = true)]
         cluster_secret: Option<String>,
+        /// Requests per second one organization may make, sustained, on each node (0: no limit).
+        #[arg(long, env = "REBYTE_ORG_REQUESTS_PER_SECOND", default_value_t = 500.0)]
+        org_requests_per_second: f64,
+        /// Requests one organization may make at once before that rate applies.
+        #[arg(long, env = "REBYTE_ORG_REQUEST_BURST", default_value_t = 1000)]
+        org_request_burst: u32,
+        /// Turns one organization may have queued or running at once, on all nodes (0: no limit).
+        #[arg(long, env = "REBYTE_ORG_ACTIVE_TURNS", default_value_t = 500)]
+        org_active_turns: u32,
         /// Log lines as text, or as one JSON object a line.
         #[arg(long, env = "REBYTE_LOG_FORMAT", value_enum, default_value_t)]
         log_format: logging::LogFormat,
@@ -185,13 +194,25 @@ async fn run() -> Result<()> {
             node_id,
             advertise,
             cluster_secret,
+            org_requests_per_second,
+            org_request_burst,
+            org_active_turns,
             ..
         } => {
+            anyhow::ensure!(
+                org_requests_per_second.is_finite() && org_requests_per_second >= 0.0,
+                "--org-requests-per-second must be a number of at least 0"
+            );
             let mut config = storage.config();
             config.node_id = node_id;
             config.advertise = advertise;
             config.cluster_secret = cluster_secret.map(secrets::Secret::new);
             config.body_limit = body_limit;
+            config.limits = server::OrgLimits {
+                requests_per_second: (org_requests_per_second > 0.0).then_some(org_requests_per_second),
+                request_burst: org_request_burst,
+                active_turns: (org_active_turns > 0).then_some(org_active_turns),
+            };
             if let Some(cpus) = sandbox_cpus {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");
                 config.sandbox_limits.cpu_millicores = Some((cpus * 1000.0).round().max(10.0) as u64);

@@ -99,6 +99,10 @@ impl FromRequestParts<AppState> for Auth {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
+        // Already authenticated by the request-rate middleware.
+        if let Some(auth) = parts.extensions.get::<Auth>() {
+            return Ok(auth.clone());
+        }
         let header = parts
             .headers
             .get(axum::http::header::AUTHORIZATION)

@@ -86,6 +86,7 @@ impl ApiError {
             E::TooManyQueued(_) => {
                 (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some("too_many_queued_turns"), None)
             }
+            E::RateLimited { code, .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limit_error", Some(*code), None),
             E::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("database_unavailable"), None),
             E::EnvironmentUnavailable(_) => {
                 (StatusCode::SERVICE_UNAVAILABLE, "server_error", Some("environment_unavailable"), None)
@@ -107,7 +108,11 @@ impl IntoResponse for ApiError {
         };
         let body = ErrorBody { error: ErrorObject { kind: kind.into(), code: code.map(Into::into), message, param } };
         let mut response = (status, axum::Json(body)).into_response();
-        if status == StatusCode::CONFLICT || status == StatusCode::TOO_MANY_REQUESTS {
+        if let app::Error::RateLimited { retry_after, .. } = &self.0 {
+            // These clear by themselves: the client may retry after the wait (whole seconds, at least one).
+            let secs = retry_after.as_secs() + u64::from(retry_after.subsec_nanos() > 0);
+            response.headers_mut().insert(axum::http::header::RETRY_AFTER, secs.max(1).into());
+        } else if status == StatusCode::CONFLICT || status == StatusCode::TOO_MANY_REQUESTS {
             // The `openai` client retries 409s and 429s; these do not clear by themselves
             // (a full queue drains only as its turns end).
             response.headers_mut().insert("x-should-retry", axum::http::HeaderValue::from_static("false"));

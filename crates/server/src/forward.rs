@@ -24,7 +24,7 @@ const NODE: &str = "x-rebyte-node";
 /// Unix seconds when it was sent.
 const TIME: &str = "x-rebyte-node-time";
 /// Hex HMAC-SHA256 over the method, path, time and node.
-const SIGNATURE: &str = "x-rebyte-node-signature";
+pub(crate) const SIGNATURE: &str = "x-rebyte-node-signature";
 /// How far a signed request's time may be from this node's clock.
 const SKEW: u64 = 60;
 /// How long a forwarded request may take.
@@ -67,11 +67,14 @@ fn now() -> u64 {
 }
 
 /// The environment a request operates on directly, when it is one that
-/// must run where the environment lives (its files, its delete).
+/// must run where the environment lives (its files, its delete, its restart).
 fn environment_of(method: &Method, path: &str) -> Option<String> {
     let rest = path.strip_prefix("/v1/agents/environments/")?;
     let (id, tail) = rest.split_once('/').unwrap_or((rest, ""));
-    let direct = (tail.is_empty() && method == Method::DELETE) || tail == "files" || tail.starts_with("files/");
+    let direct = (tail.is_empty() && method == Method::DELETE)
+        || tail == "files"
+        || tail.starts_with("files/")
+        || tail == "restart";
     direct.then(|| id.to_string())
 }
 

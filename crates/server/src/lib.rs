@@ -12,7 +12,8 @@
 //!   master key checked at start.
 //! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
 //! - [`idempotency`]: `Idempotency-Key` on creates; [`forward`]: requests
-//!   for an environment on another node of the cluster.
+//!   for an environment on another node of the cluster; [`limits`]: the
+//!   per-organization request rate.
 //!
 //! Data flows one way: handlers → store. Handlers never see SQL.
 
@@ -22,6 +23,7 @@ pub mod error;
 pub mod extract;
 pub mod forward;
 pub mod idempotency;
+pub mod limits;
 mod master_key;
 pub mod metrics;
 pub mod multipart;
@@ -29,6 +31,8 @@ pub mod openapi;
 pub mod routes;
 pub mod sse;
 pub mod state;
+
+pub use app::limits::OrgLimits;
 
 pub use app::{credentials, keys, mcp_secrets, now};
 pub use state::AppState;
@@ -78,6 +82,8 @@ pub struct Config {
     /// What nodes sign their requests to each other with; default derived
     /// from the master key (which every node of a cluster has).
     pub cluster_secret: Option<secrets::Secret>,
+    /// What one organization may ask for at once (request rate, active turns).
+    pub limits: app::limits::OrgLimits,
 }
 
 impl Config {
@@ -98,6 +104,7 @@ impl Config {
             node_id: None,
             advertise: None,
             cluster_secret: None,
+            limits: app::limits::OrgLimits::default(),
         }
     }
 }
@@ -236,7 +243,10 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    let mut state = AppState::new(app::App { store, engine, envs, credentials, mcp: hub }, metrics);
+    let mut state = AppState::new(
+        app::App { store, engine, envs, credentials, mcp: hub, limits: config.limits, requests: Arc::default() },
+        metrics,
+    );
     if let Some(cluster) = &cluster {
         auth::follow_revocations(&state.keys, cluster.notices());
         let secret = config.cluster_secret.as_ref().map_or(derived_secret.as_slice(), |s| s.expose().as_bytes());

@@ -178,6 +178,9 @@ pub trait Store: Send + Sync + 'static {
 
     async fn get_turn(&self, org_id: &str, id: TurnId) -> Result<Option<Turn>>;
     async fn list_turns(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Turn>>;
+    /// How many of the organization's turns are queued or running (not
+    /// waiting for a client, not ended), on every node.
+    async fn count_active_turns(&self, org_id: &str) -> Result<i64>;
     /// Turns of every organization that never reached a terminal status:
     /// (organization id, turn).
     async fn open_turns(&self) -> Result<Vec<(String, Turn)>>;
@@ -279,6 +282,8 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_vault(&self, org_id: &str, id: &str) -> Result<bool>;
     /// Which of `ids` are vaults of this organization.
     async fn existing_vaults(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>>;
+    /// Which of `ids` are credentials (in any vault) of this organization.
+    async fn existing_credentials(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>>;
     async fn create_credential(&self, org_id: &str, record: &protocol::vault::CredentialRecord) -> Result<()>;
     async fn get_credential(
         &self,

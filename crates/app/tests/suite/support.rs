@@ -33,5 +33,17 @@ pub async fn start(model_url: &str) -> TestApp {
     let credentials = app::credentials::Credentials::new(Arc::clone(&store), cipher).unwrap();
     let mcp = Arc::new(mcp::Hub::new(Arc::new(mcp::SystemClock)));
     let org = app::keys::create_organization(store.as_ref(), "tests").await.unwrap().id;
-    TestApp { app: App { store, engine, envs, credentials, mcp }, org, _dir: dir }
+    TestApp {
+        app: App {
+            store,
+            engine,
+            envs,
+            credentials,
+            mcp,
+            limits: app::limits::OrgLimits::none(),
+            requests: Default::default(),
+        },
+        org,
+        _dir: dir,
+    }
 }

@@ -50,6 +50,9 @@ pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Se
         .args(["serve", "--listen", "127.0.0.1:0", "--data-dir"])
         .arg(dir.path())
         .env("REBYTE_BOOTSTRAP_KEY", KEY)
+        // Benches measure throughput, not the per-organization limits.
+        .env("REBYTE_ORG_REQUESTS_PER_SECOND", "0")
+        .env("REBYTE_ORG_ACTIVE_TURNS", "0")
         .env("OPENAI_BASE_URL", model.base_url())
         .env("OPENAI_API_KEY", "bench")
         .env("REBYTE_LOG", log)

@@ -10,6 +10,7 @@ use protocol::vault::{Credential, CredentialCreate, CredentialUpdate, Deleted, V
 use serde_json::json;
 
 const ENVIRONMENT: &str = "/v1/agents/environments/{environment_id}";
+const RESTART: &str = "/v1/agents/environments/{environment_id}/restart";
 const FILES: &str = "/v1/agents/environments/{environment_id}/files";
 const CREDENTIALS: &str = "/v1/vaults/{vault_id}/credentials";
 const CREDENTIAL: &str = "/v1/vaults/{vault_id}/credentials/{credential_id}";
@@ -40,6 +41,16 @@ pub(super) fn add(doc: &mut Doc) {
         Op::delete(ENVIRONMENT, "deleteEnvironment", "Delete an environment (Rebyte extension)")
             .about("Stops everything in it; refused while sessions are attached.")
             .json(of::<EnvironmentDeleted>)
+            .errors(&[409]),
+    );
+    doc.add(
+        Op::post(RESTART, "restartEnvironment", "Restart an environment's sandbox (Rebyte extension)")
+            .about(
+                "Stops every process in the sandbox (commands, background jobs, stdio MCP servers, which then \
+                 answer as dead) and starts it again over the same files; setup is not repeated. 409 while it \
+                 initializes or when it failed.",
+            )
+            .json(of::<Environment>)
             .errors(&[409]),
     );
     doc.add(

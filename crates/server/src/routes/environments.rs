@@ -59,6 +59,18 @@ pub async fn delete(
     Ok(axum::Json(EnvironmentDeleted { id, object: "agent.environment.deleted".into(), deleted: true }))
 }
 
+/// `POST /v1/agents/environments/{id}/restart` (a Rebyte extension): stops
+/// every process in the sandbox, keeps the files, does not repeat setup.
+pub async fn restart(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+) -> ApiResult<axum::Json<Environment>> {
+    auth.require(Scope::TasksWrite)?;
+    let record = state.app.environments(&auth.org_id).restart(&extract::environment_id(&id)?).await?;
+    Ok(axum::Json(record.resource()))
+}
+
 pub async fn create_file(
     State(state): State<AppState>,
     auth: Auth,

@@ -32,6 +32,7 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), crate::forward::environments))
+        .layer(middleware::from_fn_with_state(state.clone(), crate::limits::requests))
         .layer(middleware::from_fn_with_state(
             crate::idempotency::Keys { state: state.clone(), body_limit },
             crate::idempotency::layer,

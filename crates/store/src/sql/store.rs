@@ -110,6 +110,10 @@ impl<B: Backend> Store for SqlStore<B> {
         self.get_turn_impl(org_id, id).await
     }
 
+    async fn count_active_turns(&self, org_id: &str) -> Result<i64> {
+        self.count_active_turns_impl(org_id).await
+    }
+
     async fn list_turns(&self, org_id: &str, session_id: SessionId, page: &PageRequest) -> Result<Page<Turn>> {
         self.list_turns_impl(org_id, session_id, page).await
     }
@@ -269,6 +273,10 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn existing_vaults(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
         self.existing_vaults_impl(org_id, ids).await
+    }
+
+    async fn existing_credentials(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        self.existing_credentials_impl(org_id, ids).await
     }
 
     async fn create_credential(&self, org_id: &str, record: &CredentialRecord) -> Result<()> {

@@ -27,6 +27,12 @@ impl<B: Backend> SqlStore<B> {
         .await
     }
 
+    pub(crate) async fn count_active_turns_impl(&self, org_id: &str) -> Result<i64> {
+        let sql = Sql::new("SELECT COUNT(*) FROM turns WHERE status IN ('queued', 'in_progress') AND org_id = $1")
+            .bind(org_id);
+        Ok(self.fetch_optional::<(i64,)>(sql).await?.map_or(0, |(n,)| n))
+    }
+
     pub(crate) async fn open_turns_impl(&self) -> Result<Vec<(String, Turn)>> {
         let sql =
             Sql::new("SELECT org_id, doc FROM turns WHERE status IN ('queued', 'in_progress', 'waiting') ORDER BY seq");

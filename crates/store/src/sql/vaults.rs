@@ -69,6 +69,15 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.fetch::<(String,)>(sql).await?.into_iter().map(|(id,)| id).collect())
     }
 
+    pub(crate) async fn existing_credentials_impl(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut sql = Sql::new("SELECT id FROM vault_credentials WHERE org_id = $1 AND id IN ").bind(org_id);
+        sql.push_list(ids);
+        Ok(self.fetch::<(String,)>(sql).await?.into_iter().map(|(id,)| id).collect())
+    }
+
     pub(crate) async fn create_credential_impl(&self, org_id: &str, record: &CredentialRecord) -> Result<()> {
         let c = &record.credential;
         let sql = Sql::new(

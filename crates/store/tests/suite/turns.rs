@@ -72,6 +72,12 @@ async fn open_turns_are_those_of_every_organization_not_finished(b: &Backend) {
     let open = b.store.open_turns().await.unwrap();
     let expected: Vec<_> = [0, 2, 4].iter().map(|&i| turns[i].clone()).collect();
     assert_eq!(open, expected);
+    // Queued and running ones count as active, per organization; waiting ones do not.
+    assert_eq!(b.store.count_active_turns(&o1).await.unwrap(), 1);
+    assert_eq!(b.store.count_active_turns(&o2).await.unwrap(), 1);
+    b.commit(vec![turn_write(&o1, &turn(s1.id, TurnStatus::InProgress))]).unwrap();
+    assert_eq!(b.store.count_active_turns(&o1).await.unwrap(), 2);
+    assert_eq!(b.store.count_active_turns("org_unknown").await.unwrap(), 0);
 }
 
 async fn history_holds_finished_turns_only_and_items_page_by_turn(b: &Backend) {

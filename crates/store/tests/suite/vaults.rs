@@ -67,6 +67,12 @@ async fn vaults_and_credentials_belong_to_their_organization(b: &Backend) {
     store.create_credential(&mine, &credential("cred_2", "vlt_2", 1)).await.unwrap();
     assert_eq!(store.get_credential(&mine, "vlt_1", "cred_1").await.unwrap(), Some(credential("cred_1", "vlt_1", 1)));
     assert!(store.get_credential(&theirs, "vlt_1", "cred_1").await.unwrap().is_none());
+    let ids = ["cred_2", "cred_1", "cred_9"].map(String::from);
+    let mut found = store.existing_credentials(&mine, &ids).await.unwrap();
+    found.sort();
+    assert_eq!(found, vec!["cred_1".to_string(), "cred_2".to_string()]);
+    assert!(store.existing_credentials(&theirs, &ids).await.unwrap().is_empty(), "another organization's");
+    assert!(store.existing_credentials(&mine, &[]).await.unwrap().is_empty());
     assert!(store.get_credential(&mine, "vlt_2", "cred_1").await.unwrap().is_none(), "another vault's");
     assert!(store.update_credential(&mine, &credential("cred_1", "vlt_1", 2)).await.unwrap());
     assert!(!store.update_credential(&mine, &credential("cred_1", "vlt_1", 2)).await.unwrap(), "a stale version");

@@ -1,0 +1,126 @@
+//! Per-organization limits a runaway client or agent cannot pass (each
+//! configurable, `None` for none):
+//! - a request rate: a token bucket per organization on each node (a node
+//!   admits `requests_per_second` sustained and `request_burst` at once; N
+//!   nodes behind a balancer admit up to N times that);
+//! - turns active at once (queued or running, on every node: counted in the
+//!   store when an input would add one).
+//!
+//! Both answer 429 with a `Retry-After`: unlike a session's full queue, they
+//! clear by themselves.
+
+use crate::{App, Error, Result};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Past this many organizations' buckets, the full ones are forgotten.
+const BUCKETS_KEPT: usize = 10_000;
+
+/// The limits, per organization.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OrgLimits {
+    /// Requests per second, sustained, on each node.
+    pub requests_per_second: Option<f64>,
+    /// Requests admitted at once before the rate applies (the bucket's size).
+    pub request_burst: u32,
+    /// Turns queued or running at once across the organization.
+    pub active_turns: Option<u32>,
+}
+
+impl Default for OrgLimits {
+    fn default() -> Self {
+        Self { requests_per_second: Some(500.0), request_burst: 1000, active_turns: Some(500) }
+    }
+}
+
+impl OrgLimits {
+    /// No limits (benchmarks, embedders that limit elsewhere).
+    pub fn none() -> Self {
+        Self { requests_per_second: None, request_burst: 0, active_turns: None }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Bucket {
+    tokens: f64,
+    at: Instant,
+}
+
+/// The request buckets of this node.
+#[derive(Debug, Default)]
+pub struct RequestRate {
+    buckets: Mutex<HashMap<String, Bucket>>,
+}
+
+impl RequestRate {
+    /// Takes one request of `org` from its bucket, or says how long until one is there.
+    pub fn admit(&self, limits: &OrgLimits, org: &str) -> Result<(), Duration> {
+        let Some(rate) = limits.requests_per_second.filter(|r| *r > 0.0) else { return Ok(()) };
+        let burst = f64::from(limits.request_burst.max(1));
+        let now = Instant::now();
+        let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
+        if buckets.len() >= BUCKETS_KEPT && !buckets.contains_key(org) {
+            buckets.retain(|_, b| b.tokens + b.at.elapsed().as_secs_f64() * rate < burst);
+        }
+        let bucket = buckets.entry(org.to_string()).or_insert(Bucket { tokens: burst, at: now });
+        bucket.tokens = (bucket.tokens + now.duration_since(bucket.at).as_secs_f64() * rate).min(burst);
+        bucket.at = now;
+        if bucket.tokens >= 1.0 {
+            bucket.tokens -= 1.0;
+            return Ok(());
+        }
+        Err(Duration::from_secs_f64((1.0 - bucket.tokens) / rate))
+    }
+}
+
+/// The 429 of a request past its organization's rate.
+pub fn too_many_requests(limits: &OrgLimits, wait: Duration) -> Error {
+    let rate = limits.requests_per_second.unwrap_or_default();
+    Error::RateLimited {
+        code: "rate_limit_exceeded",
+        message: format!("Too many requests for this organization (limit {rate} per second); retry shortly."),
+        retry_after: wait,
+    }
+}
+
+impl App {
+    /// 429 when the organization already has as many active turns as it may.
+    /// Counted in the store, so on every node; turns being written at this
+    /// very moment may be missed, so simultaneous inputs can pass the limit
+    /// by their number.
+    pub(crate) async fn check_active_turns(&self, org: &str) -> Result<()> {
+        let Some(limit) = self.limits.active_turns else { return Ok(()) };
+        let active = self.store.count_active_turns(org).await?;
+        if active < i64::from(limit) {
+            return Ok(());
+        }
+        Err(Error::RateLimited {
+            code: "too_many_active_turns",
+            message: format!(
+                "This organization has {active} turns queued or running, its limit; retry when some have ended."
+            ),
+            retry_after: Duration::from_secs(1),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bucket_admits_its_burst_then_the_rate() {
+        let limits = OrgLimits { requests_per_second: Some(10.0), request_burst: 3, active_turns: None };
+        let rate = RequestRate::default();
+        for _ in 0..3 {
+            assert!(rate.admit(&limits, "org_a").is_ok());
+        }
+        let wait = rate.admit(&limits, "org_a").unwrap_err();
+        assert!(wait > Duration::ZERO && wait <= Duration::from_millis(100), "{wait:?}");
+        assert!(rate.admit(&limits, "org_b").is_ok(), "each organization has its own bucket");
+        std::thread::sleep(Duration::from_millis(120));
+        assert!(rate.admit(&limits, "org_a").is_ok(), "refilled at the rate");
+        assert!(RequestRate::default().admit(&OrgLimits::none(), "org_a").is_ok());
+    }
+}
