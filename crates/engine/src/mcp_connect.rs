@@ -3,8 +3,8 @@
 //! `headers`, or a vault bearer (by `credential_id` or unique URL match), or for stdio the
 //! `env` and `env_vars` of the environment — then the hub connects them. A vault-credentialed
 //! server that answers 401 gets one forced refresh and one more attempt. A required server that
-//! still cannot initialize fails the turn, naming the server and the step; an optional one is
-//! left out.
+//! still cannot initialize, or then cannot list its tools, fails the turn, naming the server and
+//! the step; an optional one is left out.
 //!
 //! The server supplies the credentials through [`McpCredentials`]: the engine never sees the
 //! vaults or the master key.
@@ -21,6 +21,7 @@ use protocol::turn::TurnError;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use store::Store;
+use tokio_util::sync::CancellationToken;
 
 /// Why a credential could not be had; the message names the credential, never a secret.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -116,12 +117,10 @@ impl Problem {
 
     /// The turn's error when this server is required.
     pub fn turn_error(&self) -> TurnError {
+        let what = if self.step == "tools/list" { "could not list its tools" } else { "could not initialize" };
         TurnError::new(
             self.code,
-            format!(
-                "required MCP server '{}' could not initialize (step: {}): {}",
-                self.label, self.step, self.message
-            ),
+            format!("required MCP server '{}' {what} (step: {}): {}", self.label, self.step, self.message),
         )
     }
 }
@@ -349,6 +348,29 @@ impl Connector {
         (second, kept, problems)
     }
 
+    /// Whether each required server of `connected` answers `tools/list` (its catalog from the
+    /// cache when it answered within the cache's lifetime); the problems of those that do not,
+    /// which fail the turn as a server that cannot initialize does.
+    pub async fn check_required(
+        &self,
+        connected: &Connected,
+        kept: &[Planned],
+        cancel: &CancellationToken,
+    ) -> Vec<Problem> {
+        let toolset = &connected.toolset;
+        let required = |label: &str| kept.iter().any(|p| p.spec.required && p.spec.config.label == label);
+        let checks = toolset
+            .servers()
+            .iter()
+            .filter(|b| required(&b.config.label))
+            .map(|binding| async move { (binding.config.label.as_str(), toolset.catalog(binding, cancel).await) });
+        let outcomes = futures::future::join_all(checks).await;
+        outcomes
+            .into_iter()
+            .filter_map(|(label, outcome)| outcome.err().map(|error| Problem::from_mcp(label, true, &error)))
+            .collect()
+    }
+
     /// One forced refresh of a server's vault credential after a 401.
     pub async fn refreshed(&self, mut p: Planned) -> Result<Planned, Problem> {
         let Some(rejected) = p.vault.take() else { return Ok(p) };
@@ -411,5 +433,6 @@ fn config(param: &McpToolParam, transport: TransportConfig) -> ServerConfig {
     let mut config = ServerConfig::new(param.server_label.clone(), transport);
     config.allowed_tools = param.allowed_tools.clone();
     config.request_metadata = param.request_metadata.clone();
+    config.call_timeout = Some(param.call_timeout());
     config
 }

@@ -43,27 +43,28 @@ pub struct McpTools {
 
 impl McpTools {
     /// Connects the session's servers. `Ok(None)`: the turn was cancelled while connecting. A
-    /// required server that cannot initialize is the turn's error.
+    /// required server that cannot initialize, or then cannot list its tools, is the turn's error.
     pub async fn connect(connector: Connector, cancel: &CancellationToken) -> Result<Option<McpTools>, TurnError> {
         let connecting = async {
             let (planned, mut problems) = connector.plan().await;
-            if let Err(message) = connector.touch(&planned).await {
-                // Environment-origin servers cannot start without the environment.
-                let (env, rest): (Vec<Planned>, Vec<Planned>) =
-                    planned.into_iter().partition(|p| matches!(p.spec.origin, Origin::Environment { .. }));
-                problems.extend(env.into_iter().map(|p| Problem {
-                    label: p.spec.config.label.clone(),
-                    required: p.spec.required,
-                    step: "environment".into(),
-                    code: "sandbox_error",
-                    message: message.clone(),
-                }));
-                let (connected, kept, mut more) = connector.connect(rest).await;
-                problems.append(&mut more);
-                return (connected, kept, problems);
-            }
-            let (connected, kept, mut more) = connector.connect(planned).await;
+            let (connected, kept, mut more) = match connector.touch(&planned).await {
+                Ok(()) => connector.connect(planned).await,
+                Err(message) => {
+                    // Environment-origin servers cannot start without the environment.
+                    let (env, rest): (Vec<Planned>, Vec<Planned>) =
+                        planned.into_iter().partition(|p| matches!(p.spec.origin, Origin::Environment { .. }));
+                    problems.extend(env.into_iter().map(|p| Problem {
+                        label: p.spec.config.label.clone(),
+                        required: p.spec.required,
+                        step: "environment".into(),
+                        code: "sandbox_error",
+                        message: message.clone(),
+                    }));
+                    connector.connect(rest).await
+                }
+            };
             problems.append(&mut more);
+            problems.extend(connector.check_required(&connected, &kept, cancel).await);
             (connected, kept, problems)
         };
         let (connected, planned, problems) = tokio::select! {

@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// One configured MCP server, as the engine derives it from an agent's `type: "mcp"` tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +19,9 @@ pub struct ServerConfig {
     pub allowed_tools: Option<Vec<String>>,
     /// Sent as `_meta` on every request to this server.
     pub request_metadata: Option<Map<String, Value>>,
+    /// How long one `tools/call` or `resources/read` may take; `None`: the connection's
+    /// [`crate::Timeouts::call`]. Not part of the fingerprints: it changes no answer.
+    pub call_timeout: Option<Duration>,
 }
 
 /// How to reach the server.
@@ -70,9 +74,9 @@ fn field(hasher: &mut Sha256, tag: &str, value: &[u8]) {
 }
 
 impl ServerConfig {
-    /// A configuration with no allowlist and no request metadata.
+    /// A configuration with no allowlist, no request metadata and the default call timeout.
     pub fn new(label: impl Into<String>, transport: TransportConfig) -> Self {
-        ServerConfig { label: label.into(), transport, allowed_tools: None, request_metadata: None }
+        ServerConfig { label: label.into(), transport, allowed_tools: None, request_metadata: None, call_timeout: None }
     }
 
     /// Whether `allowed_tools` lets the model see and call `tool`.

@@ -74,7 +74,18 @@ pub struct McpToolParam {
     /// Rebyte extension: which calls wait for a person's approval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_approval: Option<Box<crate::approval::RequireApproval>>,
+    /// Rebyte extension: how long one `tools/call` (or `resources/read`) of this server may
+    /// take, in milliseconds (1 to 3600000; 60000 when left out). A call over it fails with an
+    /// error naming the limit, the server is sent `notifications/cancelled`, and the turn goes on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 3600000))]
+    pub call_timeout_ms: Option<u64>,
 }
+
+/// The default of an MCP tool's `call_timeout_ms`: one minute.
+pub const DEFAULT_MCP_CALL_TIMEOUT_MS: u64 = 60_000;
+/// The largest `call_timeout_ms`: one hour.
+pub const MAX_MCP_CALL_TIMEOUT_MS: u64 = 3_600_000;
 
 /// The transport of an MCP server as a request configures it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -123,6 +134,14 @@ pub struct McpTool {
     /// Rebyte extension: which calls wait for a person's approval.
     #[serde(default)]
     pub require_approval: crate::approval::RequireApproval,
+    /// Rebyte extension: how long one `tools/call` of this server may take, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    #[schemars(range(min = 1, max = 3600000))]
+    pub call_timeout_ms: u64,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    DEFAULT_MCP_CALL_TIMEOUT_MS
 }
 
 /// The transport of an MCP server as resources show it.
@@ -151,6 +170,11 @@ impl McpToolParam {
             (McpTransportParam::Http { .. }, origin) => origin.unwrap_or(ConnectionOrigin::Service),
         }
     }
+
+    /// The limit of one `tools/call`: `call_timeout_ms`, or one minute.
+    pub fn call_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.call_timeout_ms.unwrap_or(DEFAULT_MCP_CALL_TIMEOUT_MS))
+    }
 }
 
 impl ToolParam {
@@ -177,6 +201,7 @@ impl ToolParam {
                 request_metadata: m.request_metadata.clone().unwrap_or_default(),
                 required: m.required,
                 require_approval: m.require_approval.as_deref().cloned().unwrap_or_default(),
+                call_timeout_ms: m.call_timeout_ms.unwrap_or(DEFAULT_MCP_CALL_TIMEOUT_MS),
             }),
             ToolParam::DynamicWorkflow => Tool::DynamicWorkflow,
             ToolParam::ProgrammaticToolCalling(p) => Tool::ProgrammaticToolCalling(*p),

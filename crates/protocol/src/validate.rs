@@ -3,7 +3,7 @@
 
 use crate::Metadata;
 use crate::agent::AgentConfig;
-use crate::tool::{ConnectionOrigin, McpTransportParam, ToolParam};
+use crate::tool::{ConnectionOrigin, MAX_MCP_CALL_TIMEOUT_MS, McpTransportParam, ToolParam};
 use std::collections::HashSet;
 
 pub mod settings;
@@ -166,6 +166,14 @@ pub fn tools(param: &str, tools: &[ToolParam], owner: Owner) -> Result {
                 if !labels.insert(m.server_label.as_str()) {
                     return Err(invalid(at("server_label"), format!("duplicate server_label '{}'", m.server_label)));
                 }
+                if let Some(ms) = m.call_timeout_ms
+                    && !(1..=MAX_MCP_CALL_TIMEOUT_MS).contains(&ms)
+                {
+                    return Err(invalid(
+                        at("call_timeout_ms"),
+                        format!("call_timeout_ms must be 1 to {MAX_MCP_CALL_TIMEOUT_MS} milliseconds, got {ms}"),
+                    ));
+                }
                 match &m.transport {
                     McpTransportParam::Http { server_url, authorization, headers } => {
                         let lower = server_url.to_ascii_lowercase();
@@ -235,5 +243,23 @@ mod tests {
         let err = super::tools("tools", &tools, Owner::SavedAgent).unwrap_err();
         assert_eq!(err.param, "tools[0].transport.authorization");
         assert!(super::tools("tools", &tools, Owner::Session).is_ok());
+    }
+
+    #[test]
+    fn call_timeout_ms_is_1_ms_to_an_hour() {
+        let with = |ms: u64| -> Vec<ToolParam> {
+            serde_json::from_value(serde_json::json!([{
+                "type": "mcp", "server_label": "s", "call_timeout_ms": ms,
+                "transport": {"type": "http", "server_url": "https://x"}
+            }]))
+            .unwrap()
+        };
+        for ms in [1, 300, MAX_MCP_CALL_TIMEOUT_MS] {
+            assert!(super::tools("tools", &with(ms), Owner::Session).is_ok(), "{ms}");
+        }
+        for ms in [0, MAX_MCP_CALL_TIMEOUT_MS + 1] {
+            let err = super::tools("tools", &with(ms), Owner::Session).unwrap_err();
+            assert_eq!(err.param, "tools[0].call_timeout_ms", "{ms}");
+        }
     }
 }

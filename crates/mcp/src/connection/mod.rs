@@ -1,8 +1,8 @@
 //! One initialized MCP client connection, built on `rmcp`: over stdio (any byte-stream pair, or a
 //! process spawned on the host) or Streamable HTTP. Requests from many callers share it; rmcp
 //! multiplexes them by JSON-RPC id. Every request has a timeout, honours the caller's
-//! cancellation token (and being dropped) by sending `notifications/cancelled`, and carries the
-//! caller's `_meta`.
+//! cancellation token (and being dropped) by sending `notifications/cancelled` — without waiting
+//! for the server to take it — and carries the caller's `_meta`.
 
 mod errors;
 mod fresh;
@@ -40,7 +40,7 @@ impl Default for Timeouts {
         Timeouts {
             initialize: Duration::from_secs(30),
             list: Duration::from_secs(30),
-            call: Duration::from_secs(300),
+            call: Duration::from_secs(60),
             terminate: Duration::from_secs(10),
         }
     }
@@ -53,18 +53,28 @@ impl Timeouts {
     }
 }
 
-/// What a caller brings to one request: its `_meta` and its cancellation.
+/// What a caller brings to one request: its `_meta`, its cancellation and its own call limit.
 #[derive(Debug, Clone, Default)]
 pub struct CallContext {
     /// Sent as the request's `_meta` (the configuration's `request_metadata`).
     pub meta: Option<Map<String, Value>>,
-    /// Cancelling it stops waiting and sends MCP cancellation for the request in flight.
+    /// Cancelling it stops waiting at once and sends MCP cancellation for the request in flight.
     pub cancel: CancellationToken,
+    /// The limit of a `tools/call` or `resources/read` instead of [`Timeouts::call`] (the
+    /// configuration's `call_timeout`: a broker's connection is shared by sessions whose
+    /// servers may set different limits).
+    pub call_timeout: Option<Duration>,
 }
 
 impl CallContext {
     pub fn new(meta: Option<Map<String, Value>>, cancel: CancellationToken) -> Self {
-        CallContext { meta, cancel }
+        CallContext { meta, cancel, call_timeout: None }
+    }
+
+    /// The same context with its own call limit.
+    pub fn with_call_timeout(mut self, limit: Option<Duration>) -> Self {
+        self.call_timeout = limit;
+        self
     }
 }
 

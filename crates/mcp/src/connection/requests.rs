@@ -23,23 +23,15 @@ use tokio::time::Instant;
 /// Most pages one listing may have: a server that keeps handing out cursors is broken.
 const MAX_PAGES: usize = 1000;
 
-/// Sends `notifications/cancelled` for a request unless disarmed, also when the waiting future
-/// is dropped (the caller's task was aborted).
+/// Sends `notifications/cancelled` for a request unless disarmed: when the caller stops
+/// waiting (cancelled, timed out) or the waiting future is dropped (the caller's task was
+/// aborted). The notification is sent from a task of its own: the caller never waits for it,
+/// since a server that is stuck (its event loop blocked, an HTTP proxy slow) may take it only
+/// when its tool is done.
 struct CancelOnDrop {
     peer: Peer<RoleClient>,
     id: Option<RequestId>,
-}
-
-impl CancelOnDrop {
-    fn notification(id: RequestId, reason: &str) -> CancelledNotification {
-        CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(reason.to_owned())))
-    }
-
-    async fn cancel_now(&mut self, reason: &str) {
-        if let Some(id) = self.id.take() {
-            let _ = self.peer.send_notification(Self::notification(id, reason).into()).await;
-        }
-    }
+    reason: &'static str,
 }
 
 impl Drop for CancelOnDrop {
@@ -47,8 +39,10 @@ impl Drop for CancelOnDrop {
         let Some(id) = self.id.take() else { return };
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         let peer = self.peer.clone();
+        let notification =
+            CancelledNotification::new(CancelledNotificationParam::new(Some(id), Some(self.reason.to_owned())));
         runtime.spawn(async move {
-            let _ = peer.send_notification(Self::notification(id, "abandoned by the caller").into()).await;
+            let _ = peer.send_notification(notification.into()).await;
         });
     }
 }
@@ -79,7 +73,8 @@ impl Connection {
             .send_cancellable_request(request, options)
             .await
             .map_err(|e| errors::from_service(&self.label, step, e))?;
-        let mut guard = CancelOnDrop { peer: self.peer.clone(), id: Some(handle.id.clone()) };
+        let mut guard =
+            CancelOnDrop { peer: self.peer.clone(), id: Some(handle.id.clone()), reason: "abandoned by the caller" };
         let rx = handle.rx;
         tokio::select! {
             biased;
@@ -92,14 +87,19 @@ impl Connection {
                 }
             }
             _ = ctx.cancel.cancelled() => {
-                guard.cancel_now("cancelled by the caller").await;
+                guard.reason = "cancelled by the caller";
                 Err(self.error(step, |server, step| McpError::Cancelled { server, step }))
             }
             _ = tokio::time::sleep_until(deadline) => {
-                guard.cancel_now("request timed out").await;
+                guard.reason = "request timed out";
                 Err(self.error(step, |server, step| McpError::Timeout { server, step, after: limit }))
             }
         }
+    }
+
+    /// The limit of one `tools/call` or `resources/read`: the caller's, or the connection's.
+    fn call_limit(&self, ctx: &CallContext) -> Duration {
+        ctx.call_timeout.unwrap_or(self.timeouts.call)
     }
 
     fn unexpected(&self, step: Step, result: ServerResult, expected: fn(Value) -> Option<String>) -> McpError {
@@ -140,14 +140,14 @@ impl Connection {
         Err(self.error(step, |server, step| McpError::Protocol { server, step, message }))
     }
 
-    /// One `tools/call`. Neither the catalog nor the arguments are checked here: see
+    /// One `tools/call`, within `ctx.call_timeout` (or [`super::Timeouts::call`]). Neither the catalog nor the arguments are checked here: see
     /// [`crate::Toolset::call_tool`] for the checked path the model uses.
     pub async fn call_tool(&self, name: &str, arguments: Map<String, Value>, ctx: &CallContext) -> Result<CallOutput> {
         let step = Step::ToolsCall;
         let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments);
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-        let deadline = Instant::now() + self.timeouts.call;
-        match self.request(step, request, ctx, deadline, self.timeouts.call).await? {
+        let limit = self.call_limit(ctx);
+        match self.request(step, request, ctx, Instant::now() + limit, limit).await? {
             ServerResult::CallToolResult(result) => Ok(CallOutput::from_result(&result)),
             other => Err(self.unexpected(step, other, schema_error::<rmcp::model::CallToolResult>)),
         }
@@ -184,8 +184,8 @@ impl Connection {
     pub async fn read_resource(&self, uri: &str, ctx: &CallContext) -> Result<Value> {
         let step = Step::ResourcesRead;
         let request = ClientRequest::ReadResourceRequest(ReadResourceRequest::new(ReadResourceRequestParams::new(uri)));
-        let deadline = Instant::now() + self.timeouts.call;
-        match self.request(step, request, ctx, deadline, self.timeouts.call).await? {
+        let limit = self.call_limit(ctx);
+        match self.request(step, request, ctx, Instant::now() + limit, limit).await? {
             ServerResult::ReadResourceResult(result) => Ok(to_json(&result)),
             other => Err(self.unexpected(step, other, schema_error::<rmcp::model::ReadResourceResult>)),
         }

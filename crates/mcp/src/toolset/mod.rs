@@ -91,6 +91,7 @@ impl Toolset {
 
     fn context(binding: &ServerBinding, cancel: &CancellationToken) -> CallContext {
         CallContext::new(binding.config.request_metadata.clone(), cancel.clone())
+            .with_call_timeout(binding.config.call_timeout)
     }
 
     /// The catalog cache key of a server in this session.

@@ -1,9 +1,12 @@
 // A Streamable HTTP MCP server (official SDK transport on node:http) that logs when each
-// JSON-RPC request arrives, for the tests of call_tool's prefetched catalog. It prints
-// "listening <port>" on stdout once bound to 127.0.0.1 (port 0: the OS picks).
-//   node timed.mjs
-// Tool: echo. GET /stats answers {requests: [{method, at}]} (at: milliseconds since the Unix
-// epoch, fractional) without authentication.
+// JSON-RPC request and notification arrives, for the tests of call_tool's prefetched catalog
+// and of cancellation. It prints "listening <port>" on stdout once bound to 127.0.0.1 (port 0:
+// the OS picks).
+//   node timed.mjs [fail-list]
+// Tools: echo; hang, which answers only when its request is cancelled (then "aborted" is
+// logged as a method); block {ms}, which stops the whole server (its event loop) for ms. With `fail-list`, every tools/list is answered with JSON-RPC error
+// -32603. GET /stats answers {requests: [{method, at}]} (at: milliseconds since the Unix epoch,
+// fractional) without authentication.
 import http from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { sessions } from "./sessions.mjs";
@@ -16,6 +19,15 @@ function newServer() {
   server.registerTool("echo", { description: "Echo the message back", inputSchema: { message: z.string() } }, async ({ message }) => ({
     content: [{ type: "text", text: message }],
   }));
+  server.registerTool("hang", { description: "Never answer until cancelled", inputSchema: {} }, async (_args, extra) => {
+    await new Promise((resolve) => extra.signal.addEventListener("abort", resolve, { once: true }));
+    requests.push({ method: "aborted", at: performance.timeOrigin + performance.now() });
+    return { content: [{ type: "text", text: "aborted" }] };
+  });
+  server.registerTool("block", { description: "Block the whole server for ms milliseconds", inputSchema: { ms: z.number() } }, async ({ ms }) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    return { content: [{ type: "text", text: `blocked ${ms} ms` }] };
+  });
   return server;
 }
 
@@ -27,6 +39,7 @@ async function body(req) {
 }
 
 const route = sessions(newServer);
+const failList = process.argv.includes("fail-list");
 
 const httpServer = http.createServer(async (req, res) => {
   if (req.method === "GET" && req.url === "/stats") {
@@ -39,6 +52,11 @@ const httpServer = http.createServer(async (req, res) => {
     parsed = await body(req);
     for (const message of [parsed].flat()) {
       if (message?.method) requests.push({ method: message.method, at });
+    }
+    if (failList && !Array.isArray(parsed) && parsed?.method === "tools/list") {
+      const error = { code: -32603, message: "the tool catalog is broken" };
+      res.writeHead(200, { "content-type": "application/json", "mcp-session-id": req.headers["mcp-session-id"] ?? "" });
+      return res.end(JSON.stringify({ jsonrpc: "2.0", id: parsed.id, error }));
     }
   }
   await route(req, res, parsed);

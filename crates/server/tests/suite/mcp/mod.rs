@@ -10,6 +10,7 @@
 //! `tests/servers` (with its `node_modules`) into the environment's `/workspace` before the
 //! first turn, as setup would install them, and the stdio server runs from there.
 
+mod cancel;
 mod env_http;
 mod http;
 mod prefetch;
@@ -122,6 +123,11 @@ impl NodeServer {
         tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
         let base = format!("http://127.0.0.1:{port}");
         NodeServer { url: format!("{base}/mcp"), base, _child: child }
+    }
+
+    /// Stops the server at once (SIGKILL).
+    pub async fn kill(&mut self) {
+        let _ = self._child.kill().await;
     }
 
     /// `GET /stats` of a fixture.

@@ -1,7 +1,8 @@
 //! `call_tool` whose arguments the model streams slowly: the server's fresh `tools/list` is
 //! sent as soon as the streamed arguments name the server (or at once when the session has a
 //! single MCP server), well before they are complete, and it is the call's only one; final
-//! arguments naming another server fall back to that server's own fetch.
+//! arguments naming another server fall back to that server's own fetch. The servers are
+//! optional: a required one is also checked with a `tools/list` when the turn starts.
 
 use super::{NodeServer, http_tool, mcp_calls, run_turn, session_with, setup, tool_result, turn_items};
 use serde_json::{Value, json};
@@ -46,7 +47,7 @@ async fn a_streamed_call_tool_fetches_its_servers_catalog_while_the_arguments_st
     let (timed, other) = (NodeServer::timed().await, NodeServer::timed().await);
     let arguments = r#"{"server":"timed","name":"echo","arguments":{"message":"hi"}}"#;
     let (model, s) = setup(vec![slow_call("c_1", arguments), slow_call("c_2", arguments), Step::text("done")]).await;
-    let tools = json!([http_tool("timed", &timed.url, true), http_tool("other", &other.url, true)]);
+    let tools = json!([http_tool("timed", &timed.url, false), http_tool("other", &other.url, false)]);
     let sid = session_with(&s, tools).await;
     let (turn_id, turn) = run_turn(&s, &sid, "echo twice").await;
     assert_eq!(turn["status"], "completed", "{turn}");
@@ -64,7 +65,7 @@ async fn with_a_single_mcp_server_the_fetch_starts_before_the_arguments_name_it(
     let timed = NodeServer::timed().await;
     let arguments = r#"{"name":"echo","arguments":{"message":"last"},"server":"timed"}"#;
     let (model, s) = setup(vec![slow_call("c_1", arguments), Step::text("done")]).await;
-    let sid = session_with(&s, json!([http_tool("timed", &timed.url, true)])).await;
+    let sid = session_with(&s, json!([http_tool("timed", &timed.url, false)])).await;
     let (_, turn) = run_turn(&s, &sid, "echo").await;
     assert_eq!(turn["status"], "completed", "{turn}");
     assert_eq!(tool_result(&model.requests()[1].body, "c_1"), "last");
@@ -78,7 +79,7 @@ async fn a_prefetch_for_one_server_is_not_used_when_the_final_arguments_name_ano
     // duplicate key wins when they are parsed).
     let arguments = r#"{"server":"timed","name":"echo","arguments":{"message":"to other"},"server":"other"}"#;
     let (model, s) = setup(vec![slow_call("c_1", arguments), Step::text("done")]).await;
-    let tools = json!([http_tool("timed", &timed.url, true), http_tool("other", &other.url, true)]);
+    let tools = json!([http_tool("timed", &timed.url, false), http_tool("other", &other.url, false)]);
     let sid = session_with(&s, tools).await;
     let (turn_id, turn) = run_turn(&s, &sid, "echo elsewhere").await;
     assert_eq!(turn["status"], "completed", "{turn}");
