@@ -29,7 +29,8 @@ pub(super) fn add(doc: &mut Doc) {
     doc.add(
         Op::get("/readyz", "getReadiness", "Readiness: the store answers; the node's view of its cluster")
             .public()
-            .json(views::readiness),
+            .json(views::readiness)
+            .errors(&[503]),
     );
     doc.add(
         Op::get("/metrics", "getMetrics", "Prometheus metrics")

@@ -30,7 +30,14 @@ pub(super) const ERRORS: &[(u16, &str, &str)] = &[
     (404, "NotFound", "No such resource in the caller's organization."),
     (409, "Conflict", "The resource's state does not allow this now."),
     (413, "TooLarge", "The request body is larger than the server accepts."),
+    (
+        429,
+        "TooManyRequests",
+        "Past a limit: the organization's request rate or active turns (`Retry-After` says when to retry), or \
+         the session's queue of turns.",
+    ),
     (500, "ServerError", "The server failed; the cause is logged, not shown."),
+    (503, "Unavailable", "The database, or the node running the environment, cannot be reached; retry later."),
 ];
 
 /// One operation, built up by its section and rendered by [`super::Doc`].
@@ -55,7 +62,7 @@ impl Op {
             .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
             .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
             .collect();
-        let mut errors = BTreeSet::from([401, 403, 500]);
+        let mut errors = BTreeSet::from([401, 403, 429, 500, 503]);
         if !params.is_empty() {
             // A malformed id is a 400; an id this organization cannot see, a 404.
             errors.extend([400, 404]);
@@ -169,8 +176,8 @@ impl Op {
     }
 
     /// A request header.
-    pub(super) fn header(mut self, name: &str, description: &str) -> Self {
-        self.params.push(json!({"name": name, "in": "header", "required": false, "schema": {"type": "string"},
+    pub(super) fn header(mut self, name: &str, schema: Value, description: &str) -> Self {
+        self.params.push(json!({"name": name, "in": "header", "required": false, "schema": schema,
                                 "description": description}));
         self.errors.insert(400);
         self
@@ -178,18 +185,21 @@ impl Op {
 
     /// A create that honours `Idempotency-Key`.
     pub(super) fn idempotent(self) -> Self {
+        // What `app::idempotency` accepts: 1 to 256 printable ASCII characters.
+        let schema = json!({"type": "string", "minLength": 1, "maxLength": 256, "pattern": "^[!-~]+$"});
         self.header(
             "Idempotency-Key",
+            schema,
             "A retry with the same key and body answers the first request's result (kept 24 hours); the same \
              key with another body, or while the first still runs, is a 409.",
         )
         .errors(&[409])
     }
 
-    /// Needs no API key.
+    /// Needs no API key, and answers without the store (add 503 where it does not).
     pub(super) fn public(mut self) -> Self {
         self.public = true;
-        self.errors.retain(|s| ![401, 403].contains(s));
+        self.errors.retain(|s| ![401, 403, 429, 503].contains(s));
         self
     }
 

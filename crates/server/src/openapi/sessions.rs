@@ -63,14 +63,18 @@ pub(super) fn add(doc: &mut Doc) {
             .about(
                 "Each message becomes a turn, committed before the answer. A retry with the same key changes nothing.",
             )
-            .header("Idempotency-Key", "Applies the submission at most once (1 to 256 characters).")
+            .header(
+                "Idempotency-Key",
+                json!({"type": "string", "minLength": 1, "maxLength": 256}),
+                "Applies the submission at most once (1 to 256 characters).",
+            )
             .body(of::<EventsCreate>)
             .status(202),
     );
     doc.add(
         Op::get("/v1/agents/sessions/{session_id}/events", "streamSessionEvents", "Stream a session's events")
             .about("Server-sent events, each `data:` one event; `Last-Event-ID` replays what came after it.")
-            .header("Last-Event-ID", "Resume after this event id.")
+            .header("Last-Event-ID", json!({"type": "string"}), "Resume after this event id.")
             .stream(views::session_event),
     );
 

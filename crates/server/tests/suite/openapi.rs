@@ -159,3 +159,39 @@ async fn creates_answer_their_declared_status_and_streams_say_text_event_stream(
     let (status, _) = s.call_as(None, reqwest::Method::GET, "/v1/agents", None).await;
     answers("get", "/v1/agents", status);
 }
+
+/// Found by the fuzz run (tests/fuzz): the statuses every keyed operation can
+/// answer whatever its route — 429 past the organization's limits, 503 while
+/// the database is away — and `GET /readyz`'s 503 were missing, and the
+/// `Idempotency-Key` header was any string where the server takes 1 to 256
+/// printable ASCII characters (so nearly every generated create was a 400).
+#[tokio::test]
+async fn limits_outages_and_idempotency_keys_are_declared_as_the_server_answers_them() {
+    let s = TestServer::start().await;
+    let doc = document(&s).await;
+    for (method, path, op) in operations(&doc) {
+        let at = format!("{method} {path}");
+        let keyed = op["security"] != json!([]);
+        let statuses = declared(&doc, &method, &path);
+        assert_eq!(statuses.contains(&429), keyed, "{at}: 429 exactly where a key is needed");
+        assert_eq!(statuses.contains(&503), keyed || path == "/readyz", "{at}: 503 wherever the store is asked");
+        for param in op["parameters"].as_array().into_iter().flatten().filter(|p| p["name"] == "Idempotency-Key") {
+            assert_eq!(
+                (&param["schema"]["minLength"], &param["schema"]["maxLength"]),
+                (&json!(1), &json!(256)),
+                "{at}"
+            );
+        }
+    }
+    let key = &doc["paths"]["/v1/agents"]["post"]["parameters"][0];
+    assert_eq!((&key["name"], &key["schema"]["pattern"]), (&json!("Idempotency-Key"), &json!("^[!-~]+$")));
+
+    // The bounds are the server's: 256 of the last printable character pass, one more does not.
+    let create = |idempotency_key: String| {
+        let request = s.http.post(s.url("/v1/agents")).bearer_auth(&s.key).header("Idempotency-Key", idempotency_key);
+        async move { request.json(&json!({"model": "gpt-6-luna"})).send().await.unwrap().status() }
+    };
+    assert_eq!(create("~".repeat(256)).await, StatusCode::OK);
+    assert_eq!(create("~".repeat(257)).await, StatusCode::BAD_REQUEST);
+    assert_eq!(create("!".into()).await, StatusCode::OK);
+}
