@@ -189,6 +189,7 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         vault_ids: Vec::new(),
         skills: Vec::new(),
         node: None,
+        template: None,
     }
 }
 

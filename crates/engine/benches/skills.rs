@@ -73,6 +73,7 @@ fn record(id: &EnvironmentId, skilled: bool) -> EnvironmentRecord {
         },
         setup_log: None,
         node: None,
+        template: None,
         setup: None,
         vault_ids: Vec::new(),
     }

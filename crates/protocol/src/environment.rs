@@ -259,6 +259,9 @@ pub struct EnvironmentRecord {
     /// In a cluster: the node whose sandbox backend runs it (its files live there).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
+    /// The template (and its version) it was created from, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<crate::environment_template::TemplateOrigin>,
 }
 
 /// The environment resource (`agent.environment`).
@@ -287,6 +290,9 @@ pub struct Environment {
     pub setup_log: Option<String>,
     /// Rebyte extension: where setup is (`status` stays `pending` while it runs).
     pub setup: Option<EnvironmentSetup>,
+    /// Rebyte extension: the template (and its version) it was created from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environment_template: Option<crate::environment_template::TemplateOrigin>,
     pub metadata: Metadata,
 }
 
@@ -361,6 +367,7 @@ impl EnvironmentRecord {
             lifetime: if self.shared || self.owner_session.is_none() { "shared".into() } else { "private".into() },
             setup_log: self.setup_log.clone(),
             setup: self.setup.clone(),
+            environment_template: self.template.clone(),
             metadata: self.metadata.clone(),
         }
     }

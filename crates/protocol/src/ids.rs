@@ -145,62 +145,82 @@ uuid_id!(
     parse_response
 );
 
-/// An Environment (`env_` and 32 hex digits).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(try_from = "String", into = "String")]
-pub struct EnvironmentId(String);
+/// Ids of a prefix and 32 lowercase hex digits, typed per resource: minted,
+/// (de)serialized as that string, and parsed only here.
+macro_rules! hex_id {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $what:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
 
-impl EnvironmentId {
-    pub const PREFIX: &'static str = "env_";
+        impl $name {
+            pub const PREFIX: &'static str = $prefix;
 
-    /// A new random environment id.
-    #[allow(clippy::new_without_default)]
-    pub fn new() -> Self {
-        Self(format!("{}{}", Self::PREFIX, Uuid::new_v4().simple()))
-    }
+            /// A new random id.
+            #[allow(clippy::new_without_default)]
+            pub fn new() -> Self {
+                Self(format!("{}{}", Self::PREFIX, Uuid::new_v4().simple()))
+            }
 
-    /// Parses `env_<32 hex digits>`.
-    pub fn parse(id: &str) -> Option<Self> {
-        id.strip_prefix(Self::PREFIX)
-            .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
-            .then(|| Self(id.to_string()))
-    }
+            /// Parses the prefix and 32 hex digits.
+            pub fn parse(id: &str) -> Option<Self> {
+                id.strip_prefix(Self::PREFIX)
+                    .is_some_and(|rest| rest.len() == 32 && rest.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .then(|| Self(id.to_string()))
+            }
 
-    /// The id as shown.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+            /// The id as shown.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+
+            fn try_from(id: String) -> Result<Self, String> {
+                Self::parse(&id).ok_or_else(|| format!(concat!("'{}' is not ", $what), id))
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({"type": "string"})
+            }
+        }
+    };
 }
 
-impl std::fmt::Display for EnvironmentId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
+hex_id!(
+    /// An Environment (`env_` and 32 hex digits).
+    EnvironmentId,
+    "env_",
+    "an environment id"
+);
 
-impl TryFrom<String> for EnvironmentId {
-    type Error = String;
-
-    fn try_from(id: String) -> Result<Self, String> {
-        Self::parse(&id).ok_or_else(|| format!("'{id}' is not an environment id"))
-    }
-}
-
-impl From<EnvironmentId> for String {
-    fn from(id: EnvironmentId) -> String {
-        id.0
-    }
-}
-
-impl schemars::JsonSchema for EnvironmentId {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "EnvironmentId".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "string"})
-    }
-}
+hex_id!(
+    /// An environment template (`envtpl_` and 32 hex digits).
+    EnvironmentTemplateId,
+    "envtpl_",
+    "an environment template id"
+);
 
 /// An event's id: its sequence number (ordered across the server), shown as
 /// `evt_` and 19 digits so that string order is numeric order for every one.
@@ -275,6 +295,11 @@ mod tests {
             assert_eq!(EnvironmentId::parse(bad), None, "{bad}");
         }
         assert!(serde_json::from_value::<EnvironmentId>(serde_json::json!("env_1")).is_err());
+        let template = EnvironmentTemplateId::new();
+        assert!(template.as_str().starts_with("envtpl_"));
+        assert_eq!(EnvironmentTemplateId::parse(template.as_str()), Some(template.clone()));
+        assert_eq!(EnvironmentTemplateId::parse(env.as_str()), None);
+        assert_eq!(EnvironmentId::parse(template.as_str()), None);
     }
 
     #[test]

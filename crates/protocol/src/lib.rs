@@ -15,6 +15,8 @@
 //! - [`admin`]: organizations and API keys.
 //! - [`validate`]: pure input checks shared by every endpoint (metadata limits …).
 //! - [`vault`]: vaults and credentials (secrets only ever in requests).
+//! - [`environment`]: environments; [`environment_template`]: reusable
+//!   environment configurations and what environments made from one keep.
 //! - [`skill`]: skills and their versions, the skills of environments, and
 //!   the `SKILL.md` front matter parser; [`file`]: uploaded files.
 //!
@@ -25,6 +27,7 @@ pub mod agent;
 pub mod approval;
 pub mod conversation;
 pub mod environment;
+pub mod environment_template;
 pub mod error;
 pub mod event;
 pub mod file;

@@ -34,8 +34,9 @@ pub use sqlite::SqliteStore;
 use async_trait::async_trait;
 use protocol::admin::{Organization, Scope};
 use protocol::agent::AgentRecord;
+use protocol::environment_template::EnvironmentTemplateRecord;
 use protocol::event::Event;
-use protocol::ids::{EnvironmentId, SessionId, TurnId};
+use protocol::ids::{EnvironmentId, EnvironmentTemplateId, SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
 use protocol::session::{SessionRecord, SessionState};
@@ -223,6 +224,25 @@ pub trait Store: Send + Sync + 'static {
     async fn sessions_on_environment(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64>;
     /// The sessions attached to an environment, oldest first.
     async fn environment_sessions(&self, org_id: &str, env_id: &EnvironmentId) -> Result<Vec<SessionId>>;
+
+    // ---- Environment templates (sql/templates.rs). An update names the
+    // version it read (`template.version - 1`) and is refused otherwise.
+    async fn create_environment_template(&self, org_id: &str, template: &EnvironmentTemplateRecord) -> Result<()>;
+    async fn get_environment_template(
+        &self,
+        org_id: &str,
+        id: &EnvironmentTemplateId,
+    ) -> Result<Option<EnvironmentTemplateRecord>>;
+    /// Replaces a template's document if it is still at `template.version - 1`.
+    async fn update_environment_template(&self, org_id: &str, template: &EnvironmentTemplateRecord) -> Result<bool>;
+    async fn list_environment_templates(
+        &self,
+        org_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<EnvironmentTemplateRecord>>;
+    async fn delete_environment_template(&self, org_id: &str, id: &EnvironmentTemplateId) -> Result<bool>;
+    /// How many environments (of `org_id`) were created from a template.
+    async fn environments_from_template(&self, org_id: &str, id: &EnvironmentTemplateId) -> Result<i64>;
 
     /// Inserts an artifact (immutable: a changed file is a new artifact); a
     /// second one for the same path in the same turn is ignored.

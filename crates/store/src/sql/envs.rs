@@ -12,12 +12,13 @@ use protocol::list::PageRequest;
 impl<B: Backend> SqlStore<B> {
     pub(crate) async fn put_environment_impl(&self, org_id: &str, env: &EnvironmentRecord) -> Result<()> {
         let sql = Sql::new(
-            "INSERT INTO environments (id, org_id, doc) VALUES ($1, $2, $3) \
+            "INSERT INTO environments (id, org_id, doc, template_id) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (id) DO UPDATE SET doc = excluded.doc WHERE environments.org_id = excluded.org_id",
         )
         .bind(env.id.as_str())
         .bind(org_id)
-        .bind(Doc(serde_json::to_string(env)?));
+        .bind(Doc(serde_json::to_string(env)?))
+        .bind(env.template.as_ref().map(|t| t.id.to_string()));
         self.db.execute(&sql).await.map(drop)
     }
 

@@ -12,7 +12,8 @@
 //!   (turns, items, events, idempotency keys), `vaults.rs` (vaults,
 //!   credentials, the master key check), `envs.rs` (environments, artifacts),
 //!   `skills.rs` (skills and their versions), `files.rs` (uploaded files,
-//!   environments' copies of their skills and files), `request_keys.rs`
+//!   environments' copies of their skills and files), `templates.rs`
+//!   (environment templates), `request_keys.rs`
 //!   (idempotency keys of creates), `paging.rs` (cursor pagination).
 
 // `SqlStore` is public only as `SqliteStore` and `PgStore`; its backends are
@@ -28,6 +29,7 @@ mod request_keys;
 mod sessions;
 mod skills;
 mod store;
+mod templates;
 mod turns;
 mod vaults;
 

@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use protocol::admin::Organization;
 use protocol::agent::AgentRecord;
 use protocol::environment::EnvironmentRecord;
+use protocol::environment_template::EnvironmentTemplateRecord;
 use protocol::event::Event;
 use protocol::file::FileObject;
-use protocol::ids::EnvironmentId;
+use protocol::ids::{EnvironmentId, EnvironmentTemplateId};
 use protocol::ids::{SessionId, TurnId};
 use protocol::item::Item;
 use protocol::list::PageRequest;
@@ -166,6 +167,38 @@ impl<B: Backend> Store for SqlStore<B> {
 
     async fn delete_environment(&self, org_id: &str, id: &EnvironmentId) -> Result<bool> {
         self.delete_environment_impl(org_id, id).await
+    }
+
+    async fn create_environment_template(&self, org_id: &str, template: &EnvironmentTemplateRecord) -> Result<()> {
+        self.create_environment_template_impl(org_id, template).await
+    }
+
+    async fn get_environment_template(
+        &self,
+        org_id: &str,
+        id: &EnvironmentTemplateId,
+    ) -> Result<Option<EnvironmentTemplateRecord>> {
+        self.get_environment_template_impl(org_id, id).await
+    }
+
+    async fn update_environment_template(&self, org_id: &str, template: &EnvironmentTemplateRecord) -> Result<bool> {
+        self.update_environment_template_impl(org_id, template).await
+    }
+
+    async fn list_environment_templates(
+        &self,
+        org_id: &str,
+        page: &PageRequest,
+    ) -> Result<Page<EnvironmentTemplateRecord>> {
+        self.list_environment_templates_impl(org_id, page).await
+    }
+
+    async fn delete_environment_template(&self, org_id: &str, id: &EnvironmentTemplateId) -> Result<bool> {
+        self.delete_environment_template_impl(org_id, id).await
+    }
+
+    async fn environments_from_template(&self, org_id: &str, id: &EnvironmentTemplateId) -> Result<i64> {
+        self.environments_from_template_impl(org_id, id).await
     }
 
     async fn sessions_on_environment(&self, org_id: &str, env_id: &EnvironmentId) -> Result<i64> {

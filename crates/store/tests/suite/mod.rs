@@ -9,6 +9,7 @@ mod request_keys;
 mod scoping;
 mod skills;
 mod start;
+mod templates;
 mod turns;
 mod vaults;
 

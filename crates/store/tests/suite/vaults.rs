@@ -100,7 +100,7 @@ async fn the_master_key_check_keeps_the_first_value(b: &Backend) {
     assert_eq!(b.store.master_key_check().await.unwrap(), Some(vec![1, 2, 0, 3]));
 }
 
-fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecord {
+pub(crate) fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecord {
     EnvironmentRecord {
         id,
         created_at: 1,
@@ -116,6 +116,7 @@ fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecor
         setup: None,
         skills: Vec::new(),
         node: Some("node-1".into()),
+        template: None,
     }
 }
 
