@@ -86,12 +86,26 @@ def main(extra: list[str]) -> int:
         finally:
             exit_code = server.stop()
             log = server.log()
+            faults = server_faults(server)
             model.stop()
             server.cleanup()
         if code == 0 and exit_code != 0:
             print(f"fuzz: rebyte did not exit cleanly on SIGTERM (exit {exit_code})\n{log}", file=sys.stderr)
             code = 1
+        if faults:
+            # A panic or an error in a task of its own (a turn, a sandbox) answers no request with a 5xx.
+            print("fuzz: the server logged faults of its own:\n" + "\n".join(faults[:20]), file=sys.stderr)
+            code = code or 1
     return code
+
+
+def server_faults(server: Server) -> list[str]:
+    """The server log's panics and ERROR lines."""
+    try:
+        lines = server._log_path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if "panicked" in line or " ERROR " in line]
 
 
 def organization_key(server: Server) -> str:
