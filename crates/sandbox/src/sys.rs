@@ -386,3 +386,20 @@ pub(crate) fn async_pidfd(fd: std::sync::Arc<OwnedFd>) -> io::Result<tokio::io::
     unsafe { tokio::io::unix::AsyncFd::register_with_interest(SharedFd(fd), tokio::io::Interest::READABLE) }
         .map_err(|e| e.into_parts().1)
 }
+
+/// Makes the child of `cmd` write `0` to `procs` (an open `cgroup.procs` of
+/// the sandbox's command cgroup) between fork and exec, so it joins that
+/// cgroup before it runs anything, and everything it starts is counted
+/// there. A failed write leaves it where it was (the sandbox's own cgroup).
+pub(crate) fn join_cgroup_on_spawn(cmd: &mut std::process::Command, procs: RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec; it only
+    // calls write(2), which is async-signal-safe, on a descriptor the parent
+    // keeps open, with a static buffer: no allocation, no locks.
+    unsafe {
+        cmd.pre_exec(move || {
+            let _ = libc::write(procs, b"0".as_ptr().cast::<c_void>(), 1);
+            Ok(())
+        });
+    }
+}

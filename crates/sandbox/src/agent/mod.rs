@@ -62,9 +62,9 @@ pub fn main() -> ! {
         Ok(_) => std::process::exit(2),
         Err(e) => Err(e),
     };
-    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|relays| (cfg, relays)));
+    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|started| (cfg, started)));
     match result {
-        Ok((cfg, relays)) => {
+        Ok((cfg, (relays, command_cgroup))) => {
             let hello = Hello {
                 version: PROTOCOL_VERSION,
                 pid: std::process::id() as i32,
@@ -73,7 +73,7 @@ pub fn main() -> ! {
             if let Ok(frame) = Frame::json(Kind::Hello, 0, &hello, Vec::new()) {
                 ctl.send(&frame);
             }
-            serve::run(ctl, cfg.env, relays)
+            serve::run(ctl, cfg.env, relays, command_cgroup)
         }
         Err(message) => {
             if let Ok(frame) = Frame::json(Kind::Fatal, 0, &Fatal { message }, Vec::new()) {
@@ -105,12 +105,19 @@ fn threads() -> Option<usize> {
 /// Builds the sandbox from the init config: dial socket, private root,
 /// hostname, loopback, egress port, rlimits; then drops every capability
 /// for good and installs the seccomp filter every child inherits.
-fn setup(cfg: &InitConfig) -> Result<relay::Relays, String> {
+fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), String> {
     let mut relays = relay::Relays::default();
     if let Some(path) = &cfg.dial_socket {
         // At its host path, while the host tree is still visible.
         relays.listen_dial(path).map_err(|e| format!("dial socket {path}: {e}"))?;
     }
+    // Likewise: the cgroup commands join, kept open for the agent's life.
+    let command_cgroup = match &cfg.command_cgroup {
+        Some(path) => Some(
+            std::fs::OpenOptions::new().write(true).open(path).map_err(|e| format!("command cgroup {path}: {e}"))?,
+        ),
+        None => None,
+    };
     if !cfg.binds.is_empty() {
         mounts::build_root(cfg)?;
         nix::unistd::sethostname(&cfg.hostname).map_err(|e| format!("sethostname: {e}"))?;
@@ -144,5 +151,5 @@ fn setup(cfg: &InitConfig) -> Result<relay::Relays, String> {
     crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
     nix::sys::prctl::set_dumpable(false).map_err(|e| format!("dumpable: {e}"))?;
     seccomp::install().map_err(|e| format!("seccomp filter: {e}"))?;
-    Ok(relays)
+    Ok((relays, command_cgroup))
 }

@@ -77,6 +77,9 @@ pub(super) struct Procs {
     /// children: drained and discarded, so those children never get SIGPIPE.
     pub orphans: Vec<OwnedFd>,
     pub env: BTreeMap<String, String>,
+    /// The `cgroup.procs` every command joins before it runs (see
+    /// [`crate::wire::InitConfig::command_cgroup`]).
+    pub command_cgroup: Option<std::fs::File>,
 }
 
 impl Procs {
@@ -96,6 +99,9 @@ impl Procs {
             .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        if let Some(procs) = &self.command_cgroup {
+            crate::sys::join_cgroup_on_spawn(&mut cmd, std::os::fd::AsRawFd::as_raw_fd(procs));
+        }
         let mut child = cmd.spawn().map_err(|e| {
             let msg = if e.kind() == std::io::ErrorKind::NotFound && !std::path::Path::new(&cwd).is_dir() {
                 format!("working directory {cwd} does not exist")

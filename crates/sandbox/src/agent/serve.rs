@@ -39,7 +39,12 @@ struct Agent {
 }
 
 /// Serves until the host goes away or asks for shutdown; never returns.
-pub(super) fn run(ctl: Control, env: BTreeMap<String, String>, relays: Relays) -> ! {
+pub(super) fn run(
+    ctl: Control,
+    env: BTreeMap<String, String>,
+    relays: Relays,
+    command_cgroup: Option<std::fs::File>,
+) -> ! {
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     let sigfd =
@@ -51,7 +56,7 @@ pub(super) fn run(ctl: Control, env: BTreeMap<String, String>, relays: Relays) -
             std::process::exit(1);
         }
     };
-    let mut agent = Agent { ctl, procs: Procs { env, ..Default::default() }, relays, buf: Vec::new() };
+    let mut agent = Agent { ctl, procs: Procs { env, command_cgroup, ..Default::default() }, relays, buf: Vec::new() };
     loop {
         if let Err(e) = agent.ctl.flush() {
             eprintln!("rebyte sandbox agent: control channel: {e}");

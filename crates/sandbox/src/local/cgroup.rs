@@ -192,11 +192,32 @@ fn v2(mountinfo: &str, own: &str, notes: &mut Vec<String>) -> Option<(PathBuf, V
     Some((base, enabled))
 }
 
+/// Processes the sandbox's agent may start beyond its commands' limit: room
+/// for the commands that clean up after a fork bomb.
+pub const AGENT_HEADROOM: u64 = 32;
+
+/// Creates `<dir>/commands` with a `pids.max` of `n`; `None` if the host refuses.
+fn commands_cgroup(dir: &Path, n: u64) -> Option<PathBuf> {
+    let commands = dir.join("commands");
+    std::fs::create_dir(&commands).or_else(|e| if commands.is_dir() { Ok(()) } else { Err(e) }).ok()?;
+    if std::fs::write(commands.join("pids.max"), n.to_string()).is_err() {
+        let _ = std::fs::remove_dir(&commands);
+        return None;
+    }
+    Some(commands)
+}
+
 /// One sandbox's cgroup directories.
 #[derive(Debug)]
 pub struct SandboxCgroup {
     dirs: Vec<PathBuf>,
     freezer: Option<(Version, PathBuf)>,
+    /// `cgroup.procs` of `<sandbox>/commands` (v1 `pids`), which every
+    /// command joins: its `pids.max` is the sandbox's limit, the sandbox's
+    /// own is that plus [`AGENT_HEADROOM`], so the agent can always start one
+    /// more process (a command that kills the others; migration into a full
+    /// cgroup is allowed, forking inside it is not).
+    commands: Option<PathBuf>,
 }
 
 /// Which limits a cgroup enforces (the rest falls back to rlimits).
@@ -211,7 +232,8 @@ pub struct Enforced {
 impl SandboxCgroup {
     /// Creates the directories and writes the limits.
     pub fn create(support: &CgroupSupport, id: &str, limits: &Limits) -> (Option<SandboxCgroup>, Enforced) {
-        let mut cg = SandboxCgroup { dirs: Vec::new(), freezer: None };
+        let mut cg = SandboxCgroup { dirs: Vec::new(), freezer: None, commands: None };
+        let mut commands = None;
         let mut enforced = Enforced::default();
         let mut dir_for = |h: &Hierarchy| -> Option<PathBuf> {
             let dir = h.parent.join(id);
@@ -233,7 +255,10 @@ impl SandboxCgroup {
         if let (Some(h), Some(n)) = (&support.pids, limits.max_processes)
             && let Some(dir) = dir_for(h)
         {
-            enforced.pids = std::fs::write(dir.join("pids.max"), n.to_string()).is_ok();
+            // v2's "no internal processes" rule would need the agent in a leaf of its own: not yet.
+            commands = (h.version == Version::V1).then(|| commands_cgroup(&dir, n)).flatten();
+            let own = if commands.is_some() { n + AGENT_HEADROOM } else { n };
+            enforced.pids = std::fs::write(dir.join("pids.max"), own.to_string()).is_ok();
         }
         if let Some(h) = &support.cpu
             && let Some(dir) = dir_for(h)
@@ -253,12 +278,24 @@ impl SandboxCgroup {
         {
             cg.freezer = Some((h.version, dir));
         }
+        if let Some(dir) = commands {
+            // Removed before its parent.
+            cg.commands = Some(dir.join("cgroup.procs"));
+            cg.dirs.insert(0, dir);
+        }
         if cg.dirs.is_empty() { (None, enforced) } else { (Some(cg), enforced) }
     }
 
-    /// Moves a process (the agent, before it runs) into every directory.
+    /// The `cgroup.procs` every command of the sandbox joins, if there is one.
+    pub fn command_procs(&self) -> Option<&Path> {
+        self.commands.as_deref()
+    }
+
+    /// Moves a process (the agent, before it runs) into every directory but
+    /// the commands' one.
     pub fn add(&self, pid: i32) -> std::io::Result<()> {
-        for dir in &self.dirs {
+        let commands = self.commands.as_deref().and_then(Path::parent);
+        for dir in self.dirs.iter().filter(|d| Some(d.as_path()) != commands) {
             std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
         }
         Ok(())

@@ -106,6 +106,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         env,
         egress: None,
         dial_socket: None,
+        command_cgroup: None,
     })
 }
 
@@ -158,6 +159,7 @@ pub(super) async fn launch(
     }
     let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
     let mut init = init_config(config, &spec, enforced)?;
+    init.command_cgroup = cgroup.as_ref().and_then(|c| c.command_procs()).map(|p| p.display().to_string());
     let network = match Network::prepare(&spec, &mut init) {
         Ok(n) => n,
         Err(e) => {

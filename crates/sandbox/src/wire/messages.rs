@@ -204,6 +204,11 @@ pub struct InitConfig {
     /// this host path (before the root is built).
     #[serde(default)]
     pub dial_socket: Option<String>,
+    /// The host path of the `cgroup.procs` every command joins (a child of
+    /// the sandbox's pids cgroup with a lower limit, so the agent keeps
+    /// headroom): opened before the root is built.
+    #[serde(default)]
+    pub command_cgroup: Option<String>,
 }
 
 /// Where the agent's egress port listens and relays to.

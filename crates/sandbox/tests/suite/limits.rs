@@ -41,6 +41,48 @@ async fn a_fork_bomb_is_contained_by_the_process_limit() {
 }
 
 #[tokio::test]
+async fn a_detached_fork_bomb_leaves_the_agent_room_for_the_command_that_stops_it() {
+    let sb = start_with("forkbomb-detached", |s| s.limits.max_processes = Some(64)).await;
+    let (_, pids_by_cgroup) = sb.cgroup_limits();
+    if !pids_by_cgroup {
+        println!("skipped: no pids cgroup");
+        return;
+    }
+    // Out of the command's process group and session, it outlives the command; bash
+    // retries a fork that fails for lack of room, so it never dies down by itself.
+    let bomb = "setsid bash -c 'b() { b | b & }; b' > /dev/null 2>&1 < /dev/null & echo started";
+    assert_eq!(sh(&*sb.sandbox, bomb).await, "started");
+    let mut full = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let out = sb.exec(ExecRequest::new("ls -d /proc/[0-9]* | wc -l")).await.unwrap().wait().await.unwrap();
+        if !out.status.success() && out.stderr_str().contains("fork") {
+            full = true;
+            break;
+        }
+    }
+    assert!(full, "the bomb never filled the commands' limit");
+    // The agent still starts a command (without headroom: EAGAIN at spawn), and a
+    // shell builtin needs no fork to stop everything.
+    let mut left = 99;
+    for _ in 0..100 {
+        let exec = sb.exec(ExecRequest::new("kill -9 -1 2>/dev/null; kill -9 -1 2>/dev/null; echo $$")).await;
+        let out = exec.expect("the agent can start a command while the bomb holds every slot").wait().await.unwrap();
+        assert!(out.status.success() || out.status.signal.is_some(), "{out:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if let Ok(exec) = sb.exec(ExecRequest::new("ls -d /proc/[0-9]* | wc -l")).await {
+            let out = exec.wait().await.unwrap();
+            left = out.stdout_str().trim().parse().unwrap_or(99);
+            if out.status.success() && left <= 4 {
+                break;
+            }
+        }
+    }
+    assert!(left <= 4, "{left} processes remain after the bomb was stopped");
+    assert_eq!(sh(&*sb.sandbox, "echo recovered").await, "recovered");
+}
+
+#[tokio::test]
 async fn a_memory_hog_is_killed_and_the_sandbox_survives() {
     let sb = start_with("memhog", |s| s.limits.memory_bytes = Some(128 << 20)).await;
     let (memory_by_cgroup, _) = sb.cgroup_limits();
