@@ -276,6 +276,27 @@ def test_files_list_orders_filters_and_pages(client):
     assert error_of(e.value)["param"] == "path"
 
 
+def test_a_listing_walks_only_what_its_page_needs_and_a_tree_of_empty_directories_is_bounded(client):
+    """Issue 17, item 3: a page of files is found without walking the whole
+    tree, and a path below which more than 10,000 directories hold no file
+    is a 400 naming `path` (the campaign's deep tree took over 30 s)."""
+    tree = "import os\nfor i in range(110):\n  for j in range(100): os.makedirs(f'/workspace/t/{i}/{j}')"
+    env = client.beta.agents.environments.create(
+        environment=hosted(setup_commands=[{"command": f"python3 -c \"{tree}\""}])
+    )
+    for p in ["/workspace/a.txt", "/workspace/b.txt", "/workspace/t/0/0/deep.txt"]:
+        client.beta.agents.environments.files.create(env.id, type="inline", path=p, data=b64(p))
+    first = client.beta.agents.environments.files.list(env.id, order="asc", limit=2)
+    assert ([f.path for f in first.data], first.has_more) == (["/workspace/a.txt", "/workspace/b.txt"], True)
+    nxt = client.beta.agents.environments.files.list(env.id, order="asc", limit=2, page=first.next)
+    assert [f.path for f in nxt.data] == ["/workspace/t/0/0/deep.txt"]
+    # Newest-first, the 11,000 empty directories come before the one file.
+    with pytest.raises(openai.BadRequestError) as e:
+        client.beta.agents.environments.files.list(env.id, path="/workspace/t", order="desc")
+    err = error_of(e.value)
+    assert err["param"] == "path" and "narrow" in err["message"], err
+
+
 @pytest.mark.parametrize("path", ["/etc/passwd", "/workspace/../etc/x", "../x", "/workspacex/y", "/"])
 def test_file_paths_that_escape_the_workspace_are_400(client, path):
     env = client.beta.agents.environments.create(environment=hosted())

@@ -19,9 +19,6 @@ use store::Page;
 const MAX_DOMAINS: usize = 256;
 /// Largest inline file accepted, decoded.
 pub const MAX_FILE_BYTES: usize = 32 << 20;
-/// Most files a listing walks below its path.
-const MAX_LISTED: usize = 100_000;
-
 /// Longest name of one path component, in bytes (the kernel's `NAME_MAX`).
 pub const MAX_NAME_BYTES: usize = 255;
 /// Longest whole path, in bytes (the kernel's `PATH_MAX`, its NUL aside).
@@ -396,40 +393,28 @@ impl Service<'_> {
         })
     }
 
-    /// The files below a directory of the sandbox, sorted by path.
+    /// One page of the files below a directory of the sandbox, in path order
+    /// (see [`crate::file_listing`]: only as much of the tree as the page needs).
     pub async fn list_files(&self, id: &EnvironmentId, query: FileQuery) -> Result<FilePage> {
         let root = check_path("path", &query.path)?;
         let sandbox = self.sandbox(id).await?;
-        let mut files = Vec::new();
-        let mut stack = vec![root];
-        while let Some(dir) = stack.pop() {
-            for entry in sandbox.list_dir(&dir).await.map_err(|e| sandbox_error("path", e))? {
-                let path = format!("{}/{}", dir.trim_end_matches('/'), entry.name);
-                match entry.kind {
-                    sandbox::FileKind::Dir => stack.push(path),
-                    _ => files.push((path, entry.size)),
-                }
-                if files.len() > MAX_LISTED {
-                    return Err(Error::invalid("path", "too many files below this path; narrow it"));
-                }
+        let list = |dir: String| {
+            let sandbox = Arc::clone(&sandbox);
+            async move {
+                let entries = sandbox.list_dir(&dir).await.map_err(|e| sandbox_error("path", e))?;
+                Ok(entries
+                    .into_iter()
+                    .map(|e| crate::file_listing::Entry {
+                        is_dir: e.kind == sandbox::FileKind::Dir,
+                        name: e.name,
+                        size: e.size,
+                    })
+                    .collect())
             }
-        }
-        files.sort();
-        if query.order == Order::Desc {
-            files.reverse();
-        }
-        let start = match &query.page {
-            Some(token) => files
-                .iter()
-                .position(|(p, _)| p == token)
-                .map(|i| i + 1)
-                .ok_or_else(|| Error::invalid("page", "unknown page token"))?,
-            None => 0,
         };
-        let page: Vec<(String, u64)> = files.iter().skip(start).take(query.limit).cloned().collect();
-        let has_more = start + page.len() < files.len();
-        let next = if has_more { page.last().map(|(p, _)| p.clone()) } else { None };
-        Ok(FilePage { files: page, has_more, next })
+        let page = crate::file_listing::walk(&root, query.order, query.page.as_deref(), query.limit, list).await?;
+        let next = if page.has_more { page.files.last().map(|(p, _)| p.clone()) } else { None };
+        Ok(FilePage { files: page.files, has_more: page.has_more, next })
     }
 }
 

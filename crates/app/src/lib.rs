@@ -12,6 +12,8 @@
 //!   [`artifacts`], [`vaults`] (and their credentials), [`skills`] (and
 //!   their versions), [`files`] (uploaded files), [`idempotency`] (the
 //!   `Idempotency-Key` of creates).
+//! - [`file_listing`]: one page of an environment's files, walking no more
+//!   of the tree than the page needs.
 //! - [`environment_contents`]: an environment's skills and uploaded files,
 //!   resolved and copied when it is created.
 //! - [`error`]: [`Error`], what an operation answers when it cannot be done.
@@ -30,6 +32,7 @@ pub mod credentials;
 pub mod environment_contents;
 pub mod environments;
 pub mod error;
+pub mod file_listing;
 pub mod files;
 pub mod idempotency;
 pub mod keys;
