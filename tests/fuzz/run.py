@@ -8,9 +8,10 @@ task and vault scopes (not `admin`: the admin operations are fuzzed for their
 from the server's own `GET /v1/openapi.json` with tests/fuzz/schemathesis.toml.
 
 Exits non-zero when schemathesis found a failure (a 5xx, or an answer the
-document does not describe) or could not run; its report names each failure
-with a curl command that reproduces it (the key shows as `[Filtered]`: any key
-of an organization does). The seed is fixed so that a commit's run can be
+document does not describe) or could not run, when the server logged a panic
+or an ERROR line, or died, or did not stop cleanly; schemathesis's report names
+each failure with a curl command that reproduces it (the key shows as
+`[Filtered]`: any key of an organization does). The seed is fixed so that a commit's run can be
 repeated; REBYTE_FUZZ_SEED=N picks another one, REBYTE_FUZZ_SEED=random a new
 one each run.
 
