@@ -1,5 +1,5 @@
 // A small MCP server on stdio, built with the official TypeScript SDK, for the mcp crate's
-// tests: list_changed (add_tool/remove_tool), slow and hanging calls, a crash, error results,
+// tests: list_changed (add_tool/remove_tool), slow, hanging and blocking calls, a crash, error results,
 // image content, request _meta echo, a strict inputSchema, and counters of what it received.
 // Option: --list-delay-ms=N (see the end).
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -55,6 +55,10 @@ server.registerTool("slow", { description: "Answer after ms milliseconds", input
     extra.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); });
   });
   return text(`slept ${ms}`);
+});
+server.registerTool("block", { description: "Block the whole server (its event loop) for ms milliseconds", inputSchema: { ms: z.number() } }, async ({ ms }) => {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+  return text(`blocked ${ms}`);
 });
 server.registerTool("crash", { description: "Exit the process", inputSchema: {} }, async () => process.exit(3));
 server.registerTool("fail", { description: "Report a tool error", inputSchema: {} }, async () => ({

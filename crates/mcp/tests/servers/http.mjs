@@ -2,7 +2,8 @@
 // Authorization header and an X-Tenant header, for the mcp crate's tests. It prints
 // "listening <port>" on stdout once bound to 127.0.0.1 (port 0: the OS picks).
 //   node http.mjs [default|delete-404|delete-405]
-// Tools: whoami, add_tool. GET /stats answers {deletes, lastDelete} without authentication.
+// Tools: whoami, add_tool, slow {ms} (ends early when cancelled), block {ms} (stops the whole
+// server for ms). GET /stats answers {deletes, lastDelete} without authentication.
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -25,6 +26,17 @@ function newServer() {
   server.registerTool("add_tool", { description: "Register a new tool", inputSchema: { name: z.string() } }, async ({ name }) => {
     server.registerTool(name, { description: `Dynamically added ${name}`, inputSchema: {} }, async () => ({ content: [{ type: "text", text: name }] }));
     return { content: [{ type: "text", text: `added ${name}` }] };
+  });
+  server.registerTool("slow", { description: "Answer after ms milliseconds", inputSchema: { ms: z.number() } }, async ({ ms }, extra) => {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      extra.signal.addEventListener("abort", () => { clearTimeout(timer); resolve(); });
+    });
+    return { content: [{ type: "text", text: `slept ${ms}` }] };
+  });
+  server.registerTool("block", { description: "Block the whole server (its event loop) for ms milliseconds", inputSchema: { ms: z.number() } }, async ({ ms }) => {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+    return { content: [{ type: "text", text: `blocked ${ms}` }] };
   });
   return server;
 }
