@@ -87,7 +87,8 @@ fn new_file(path: String, size_bytes: u64, file_id: Option<String>) -> HostedFil
 
 /// Checks an environment configuration; returns its registered files, one
 /// per entry of `files` (a `file_id` one with size 0: resolving it is
-/// [`Service::prepare`]'s).
+/// [`Service::prepare`]'s). An `environment_template_id` was resolved before
+/// (`crate::templates`).
 pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFile>> {
     let p = |f: &str| format!("{prefix}.{f}");
     if c.environment_id.is_some() {
@@ -100,9 +101,6 @@ pub fn check_config(prefix: &str, c: &EnvironmentConfig) -> Result<Vec<HostedFil
         && engine::environments::size_limits(sandbox::Limits::default(), Some(size)).is_none()
     {
         return Err(Error::invalid(p("container_size"), "must be one of small, medium, large"));
-    }
-    if c.environment_template_id.is_some() {
-        return Err(Error::unsupported(p("environment_template_id"), "environment templates are not supported"));
     }
     if c.desktop.as_ref().is_some_and(|d| d.enabled) {
         return Err(Error::unsupported(p("desktop.enabled"), "desktops are not offered by this server"));
@@ -296,6 +294,7 @@ impl Service<'_> {
     /// A standalone environment, `pending` until first used.
     pub async fn create(&self, req: EnvironmentCreate) -> Result<EnvironmentRecord> {
         let mut config = req.environment.config;
+        let template = self.app.templates(self.org).resolve("environment", &mut config).await?;
         let mut prepared = self.prepare("environment", &mut config).await?;
         let metadata = req.metadata.unwrap_or_default();
         protocol::validate::metadata("metadata", &metadata)?;
@@ -304,6 +303,7 @@ impl Service<'_> {
         record.skills = std::mem::take(&mut prepared.skills);
         record.metadata = metadata;
         record.vault_ids = req.vault_ids.unwrap_or_default();
+        record.template = template;
         self.store_contents(&record.id, prepared).await?;
         if let Err(e) = self.app.store.put_environment(self.org, &record).await {
             self.discard(&record.id).await;

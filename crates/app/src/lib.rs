@@ -10,7 +10,8 @@
 //!   turns, and the wire items it and Conversations accept),
 //!   [`environments`] (and their files),
 //!   [`artifacts`], [`vaults`] (and their credentials), [`skills`] (and
-//!   their versions), [`files`] (uploaded files), [`idempotency`] (the
+//!   their versions), [`files`] (uploaded files), [`templates`]
+//!   (environment templates, and resolving them), [`idempotency`] (the
 //!   `Idempotency-Key` of creates).
 //! - [`file_listing`]: one page of an environment's files, walking no more
 //!   of the tree than the page needs.
@@ -41,6 +42,7 @@ pub mod mcp_secrets;
 pub mod responses;
 pub mod sessions;
 pub mod skills;
+pub mod templates;
 pub mod turns;
 pub mod vaults;
 
@@ -102,6 +104,10 @@ impl App {
 
     pub fn files<'a>(&'a self, org: &'a str) -> files::Service<'a> {
         files::Service { app: self, org }
+    }
+
+    pub fn templates<'a>(&'a self, org: &'a str) -> templates::Service<'a> {
+        templates::Service { app: self, org }
     }
 
     pub fn idempotency<'a>(&'a self, org: &'a str) -> idempotency::Service<'a> {

@@ -161,8 +161,10 @@ impl Service<'_> {
             }
             EnvironmentParam::OpenaiHosted(config) => {
                 let mut config = (**config).clone();
+                let template = self.app.templates(self.org).resolve("environment", &mut config).await?;
                 let mut prepared = self.app.environments(self.org).prepare("environment", &mut config).await?;
                 let mut env = new_environment(config, std::mem::take(&mut prepared.files), None);
+                env.template = template;
                 env.node = self.app.engine.node_id();
                 env.skills = std::mem::take(&mut prepared.skills);
                 Ok(Attach::Inline(env, prepared))

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 use std::sync::OnceLock;
 
 mod admin;
+mod environment_templates;
 mod environments;
 mod op;
 mod responses;
@@ -49,6 +50,7 @@ fn build() -> Value {
     let error = of::<ErrorBody>(&mut doc.generator);
     sessions::add(&mut doc);
     environments::add(&mut doc);
+    environment_templates::add(&mut doc);
     responses::add(&mut doc);
     skills::add(&mut doc);
     admin::add(&mut doc);

@@ -1,7 +1,7 @@
 //! What answers when no handler does: a path the router lacks (404 naming
 //! the method and path), a method the route lacks (405), and the parts of the
 //! client's API this server refuses by name (automations, subagents,
-//! environment templates, traces).
+//! traces).
 
 use crate::error::ApiError;
 use axum::extract::{OriginalUri, Request};
@@ -14,7 +14,6 @@ use axum::response::{IntoResponse, Response};
 const UNSUPPORTED: &[(&str, &str)] = &[
     ("automations", "automations are"),
     ("subagents", "subagents (native multi-agent orchestration) are"),
-    ("templates", "environment templates are"),
     ("traces", "session traces are"),
 ];
 
@@ -40,7 +39,7 @@ pub async fn method_not_allowed(method: Method, OriginalUri(uri): OriginalUri) -
 }
 
 /// `/agents/{agent_id}` matches any segment; one that is not an id of
-/// `prefix` (`/agents/automations`, `/agents/environments/templates`) names
+/// `prefix` (`/agents/automations`, `/agents/environments/anything`) names
 /// a route this server lacks, not a missing agent or environment.
 pub async fn ids_only(prefix: &'static str, req: Request, next: Next) -> Response {
     let segment = req.uri().path().rsplit('/').next().unwrap_or_default();

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod agents;
 pub mod artifacts;
 pub mod conversations;
+pub mod environment_templates;
 pub mod environments;
 pub mod events;
 mod fallback;

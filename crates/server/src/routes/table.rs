@@ -4,8 +4,8 @@
 //! router really serves.
 
 use super::{
-    admin, agents, artifacts, conversations, environments, events, fallback, files, ops, responses, sessions, skills,
-    turns, vaults,
+    admin, agents, artifacts, conversations, environment_templates, environments, events, fallback, files, ops,
+    responses, sessions, skills, turns, vaults,
 };
 use crate::state::AppState;
 use axum::extract::DefaultBodyLimit;
@@ -88,6 +88,13 @@ pub fn table() -> Vec<Route> {
             .delete(artifacts::delete),
         Route::at("/v1/agents/sessions/{session_id}/artifacts/{artifact_id}/content").get(artifacts::content),
         Route::at("/v1/agents/environments").post(environments::create).get(environments::list),
+        Route::at("/v1/agents/environments/templates")
+            .post(environment_templates::create)
+            .get(environment_templates::list),
+        Route::at("/v1/agents/environments/templates/{environment_template_id}")
+            .get(environment_templates::retrieve)
+            .post(environment_templates::update)
+            .delete(environment_templates::delete),
         Route::at("/v1/agents/environments/{environment_id}")
             .get(environments::retrieve)
             .delete(environments::delete)
