@@ -1,7 +1,7 @@
 //! Agents: saved, versioned definitions. An update stores a new version;
 //! sessions keep the version they were created with.
 
-use crate::{App, Error, Result, now};
+use crate::{App, Error, Result, mcp_secrets, now};
 use protocol::agent::{AgentCreate, AgentRecord, AgentUpdate, Patch};
 use protocol::ids::Kind;
 use protocol::list::PageRequest;
@@ -39,10 +39,20 @@ impl Service<'_> {
     pub async fn create(&self, req: AgentCreate) -> Result<AgentRecord> {
         let (name, metadata, config) = req.into_parts();
         let at = now();
-        let record =
-            AgentRecord { id: Kind::Agent.mint(), version: 1, created_at: at, updated_at: at, name, metadata, config };
+        let record = AgentRecord {
+            id: Kind::Agent.mint(),
+            version: 1,
+            created_at: at,
+            updated_at: at,
+            name,
+            metadata,
+            config,
+            sealed_mcp_secrets: None,
+        };
         check(&record)?;
         self.check_credential_ids(&record).await?;
+        let mut record = record;
+        mcp_secrets::seal_agent_secrets(self.app.credentials.cipher(), self.org, &mut record, true)?;
         self.app.store.create_agent(self.org, &record).await?;
         Ok(record)
     }
@@ -61,6 +71,7 @@ impl Service<'_> {
             check(&record)?;
             if tools_replaced {
                 self.check_credential_ids(&record).await?;
+                mcp_secrets::seal_agent_secrets(self.app.credentials.cipher(), self.org, &mut record, true)?;
             }
             if self.app.store.update_agent(self.org, &record).await? {
                 return Ok(record);

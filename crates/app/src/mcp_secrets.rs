@@ -1,6 +1,7 @@
-//! MCP secrets on the server side: a session's inline HTTP `authorization` and `headers` are
-//! sealed with the master key before the session is stored (the stored tools carry neither;
-//! resources never show them), and [`EngineCredentials`] gives the engine's MCP tools what it
+//! MCP secrets on the server side: a session's inline HTTP `authorization` and `headers` and
+//! its stdio transports' `env` are sealed with the master key before the session is stored
+//! (the stored tools carry none of them; resources never show them), as is a saved agent's
+//! stdio `env` (opened again into each session made from it), and [`EngineCredentials`] gives the engine's MCP tools what it
 //! needs at turn time — those secrets opened, vault bearers (with OAuth refresh), and the
 //! environment credentials a stdio server's `env_vars` select.
 
@@ -8,6 +9,7 @@ use crate::credentials::{Credentials, McpCredential};
 use crate::{Error, Result};
 use base64::Engine as _;
 use engine::mcp_connect::{CredentialFailure, InlineSecrets, McpCredentials, VaultToken};
+use protocol::agent::AgentRecord;
 use protocol::environment::VaultCredentialBinding;
 use protocol::ids::SessionId;
 use protocol::session::SessionRecord;
@@ -24,6 +26,92 @@ struct Stored {
     authorization: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     headers: BTreeMap<String, String>,
+    /// A stdio transport's inline `env`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    env: BTreeMap<String, String>,
+}
+
+impl Stored {
+    fn is_empty(&self) -> bool {
+        self.authorization.is_none() && self.headers.is_empty() && self.env.is_empty()
+    }
+}
+
+/// Takes every MCP tool's inline secrets out of `tools`, by server label.
+fn take_secrets(tools: &mut [ToolParam]) -> BTreeMap<String, Stored> {
+    let mut found = BTreeMap::new();
+    for tool in tools {
+        let ToolParam::Mcp(m) = tool else { continue };
+        let stored = match &mut m.transport {
+            McpTransportParam::Http { authorization, headers, .. } => Stored {
+                authorization: authorization.take(),
+                headers: headers.take().unwrap_or_default(),
+                env: BTreeMap::new(),
+            },
+            McpTransportParam::Stdio { env, .. } => Stored { env: env.take().unwrap_or_default(), ..Stored::default() },
+        };
+        if !stored.is_empty() {
+            found.insert(m.server_label.clone(), stored);
+        }
+    }
+    found
+}
+
+fn seal(cipher: &Cipher, found: &BTreeMap<String, Stored>, aad: &[u8]) -> Result<String> {
+    let plain =
+        Zeroizing::new(serde_json::to_vec(found).map_err(|e| Error::Internal(format!("encoding MCP secrets: {e}")))?);
+    let sealed = cipher.seal(&plain, aad).map_err(|e| Error::Internal(format!("sealing MCP secrets failed: {e}")))?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(sealed))
+}
+
+fn open(cipher: &Cipher, sealed: &str, aad: &[u8]) -> Option<BTreeMap<String, Stored>> {
+    let sealed = base64::engine::general_purpose::STANDARD.decode(sealed).ok()?;
+    let plain = cipher.open(&sealed, aad).ok()?;
+    serde_json::from_slice(&plain).ok()
+}
+
+/// Binds a saved agent's sealed stdio `env` to its organization and agent.
+fn agent_aad(org_id: &str, agent_id: &str) -> Vec<u8> {
+    format!("rebyte/agent-mcp-secrets/v1/{org_id}/{agent_id}").into_bytes()
+}
+
+/// Moves the inline `env` of a saved agent's stdio MCP tools into its sealed
+/// field (saved agents keep no inline HTTP secrets: validation refuses them).
+/// `tools_replaced` as for sessions.
+pub fn seal_agent_secrets(cipher: &Cipher, org_id: &str, record: &mut AgentRecord, tools_replaced: bool) -> Result<()> {
+    let found = take_secrets(&mut record.config.tools);
+    if found.is_empty() {
+        if tools_replaced {
+            record.sealed_mcp_secrets = None;
+        }
+        return Ok(());
+    }
+    record.sealed_mcp_secrets = Some(seal(cipher, &found, &agent_aad(org_id, &record.id))?);
+    Ok(())
+}
+
+/// Puts a saved agent's sealed stdio `env` back into `tools` (a session made
+/// from the agent seals it again as its own).
+pub fn unseal_agent_secrets(
+    cipher: &Cipher,
+    org_id: &str,
+    record: &AgentRecord,
+    tools: &mut [ToolParam],
+) -> Result<()> {
+    let Some(sealed) = &record.sealed_mcp_secrets else { return Ok(()) };
+    let mut stored = open(cipher, sealed, &agent_aad(org_id, &record.id)).ok_or_else(|| {
+        Error::Internal(format!("agent {}'s MCP secrets cannot be decrypted with the master key", record.id))
+    })?;
+    for tool in tools {
+        if let ToolParam::Mcp(m) = tool
+            && let McpTransportParam::Stdio { env, .. } = &mut m.transport
+            && let Some(s) = stored.remove(&m.server_label)
+            && !s.env.is_empty()
+        {
+            env.get_or_insert_with(BTreeMap::new).extend(s.env);
+        }
+    }
+    Ok(())
 }
 
 /// Binds a sealed blob to its organization and session: moved to another row, it fails to open.
@@ -41,29 +129,14 @@ pub fn seal_session_secrets(
     record: &mut SessionRecord,
     tools_replaced: bool,
 ) -> Result<()> {
-    let mut found: BTreeMap<String, Stored> = BTreeMap::new();
-    for tool in &mut record.agent.config.tools {
-        if let ToolParam::Mcp(m) = tool
-            && let McpTransportParam::Http { authorization, headers, .. } = &mut m.transport
-        {
-            let stored = Stored { authorization: authorization.take(), headers: headers.take().unwrap_or_default() };
-            if stored.authorization.is_some() || !stored.headers.is_empty() {
-                found.insert(m.server_label.clone(), stored);
-            }
-        }
-    }
+    let found = take_secrets(&mut record.agent.config.tools);
     if found.is_empty() {
         if tools_replaced {
             record.sealed_mcp_secrets = None;
         }
         return Ok(());
     }
-    let plain =
-        Zeroizing::new(serde_json::to_vec(&found).map_err(|e| Error::Internal(format!("encoding MCP secrets: {e}")))?);
-    let sealed = cipher
-        .seal(&plain, &aad(org_id, record.id))
-        .map_err(|e| Error::Internal(format!("sealing the session's MCP secrets failed: {e}")))?;
-    record.sealed_mcp_secrets = Some(base64::engine::general_purpose::STANDARD.encode(sealed));
+    record.sealed_mcp_secrets = Some(seal(cipher, &found, &aad(org_id, record.id))?);
     Ok(())
 }
 
@@ -74,16 +147,15 @@ pub fn open_session_secrets(
     record: &SessionRecord,
 ) -> Result<BTreeMap<String, InlineSecrets>, CredentialFailure> {
     let Some(sealed) = &record.sealed_mcp_secrets else { return Ok(BTreeMap::new()) };
-    let unreadable = || CredentialFailure("the session's MCP secrets cannot be decrypted with the master key".into());
-    let sealed = base64::engine::general_purpose::STANDARD.decode(sealed).map_err(|_| unreadable())?;
-    let plain = cipher.open(&sealed, &aad(org_id, record.id)).map_err(|_| unreadable())?;
-    let stored: BTreeMap<String, Stored> = serde_json::from_slice(&plain).map_err(|_| unreadable())?;
+    let stored = open(cipher, sealed, &aad(org_id, record.id))
+        .ok_or_else(|| CredentialFailure("the session's MCP secrets cannot be decrypted with the master key".into()))?;
     Ok(stored
         .into_iter()
         .map(|(label, s)| {
             let secrets = InlineSecrets {
                 authorization: s.authorization.map(mcp::Secret::new),
                 headers: s.headers.into_iter().map(|(k, v)| (k, mcp::Secret::new(v))).collect(),
+                env: s.env.into_iter().map(|(k, v)| (k, mcp::Secret::new(v))).collect(),
             };
             (label, secrets)
         })

@@ -230,8 +230,9 @@ impl Service<'_> {
         let (mut agent, overrides) = match source {
             AgentSource::Saved { agent_id, overrides } => {
                 let saved = self.app.agents(self.org).get(&agent_id).await?;
-                let agent =
-                    SessionAgent { id: saved.id, version: Some(saved.version), name: saved.name, config: saved.config };
+                let mut config = saved.config.clone();
+                mcp_secrets::unseal_agent_secrets(self.app.credentials.cipher(), self.org, &saved, &mut config.tools)?;
+                let agent = SessionAgent { id: saved.id, version: Some(saved.version), name: saved.name, config };
                 (agent, overrides)
             }
             AgentSource::Inline(overrides) => (inline_agent(), Some(overrides)),

@@ -28,11 +28,13 @@ use tokio_util::sync::CancellationToken;
 #[error("{0}")]
 pub struct CredentialFailure(pub String);
 
-/// A session's inline HTTP secrets for one server label.
+/// A session's inline secrets for one server label: HTTP `authorization` and
+/// `headers`, a stdio transport's `env`.
 #[derive(Debug, Clone, Default)]
 pub struct InlineSecrets {
     pub authorization: Option<Secret>,
     pub headers: BTreeMap<String, Secret>,
+    pub env: BTreeMap<String, Secret>,
 }
 
 /// A bearer token from a vault credential, and what a forced refresh needs to know.
@@ -204,11 +206,23 @@ impl Connector {
                     if !env_vars.is_empty() && sources.is_none() {
                         sources = Some(self.env_sources(env_id).await);
                     }
+                    // Sealed at rest; a record written before sealing may still carry it in the open.
+                    let mut inline_env: BTreeMap<String, Secret> =
+                        env.iter().flatten().map(|(k, v)| (k.clone(), Secret::new(v.clone()))).collect();
+                    match &inline {
+                        Ok(all) => {
+                            inline_env.extend(all.get(&param.server_label).map(|s| s.env.clone()).unwrap_or_default())
+                        }
+                        Err(e) => {
+                            problems.push(Problem::new(param, "credentials", "authentication_error", e.to_string()));
+                            continue;
+                        }
+                    }
                     let empty = EnvSources::default();
                     let resolved = match &sources {
                         Some(Err(message)) => Err(message.clone()),
-                        Some(Ok(found)) => process_env(env.as_ref(), &env_vars, found, env_id),
-                        None => process_env(env.as_ref(), &env_vars, &empty, env_id),
+                        Some(Ok(found)) => process_env(inline_env, &env_vars, found, env_id),
+                        None => process_env(inline_env, &env_vars, &empty, env_id),
                     };
                     resolved
                         .map(|env| {

@@ -22,17 +22,16 @@ pub struct EnvSources {
     pub credentials: Vec<(String, Secret)>,
 }
 
-/// The environment of a stdio server: `env` as given, then each `env_vars` name from the
+/// The environment of a stdio server: its inline `env` (opened from the session's sealed secrets), then each `env_vars` name from the
 /// environment's variables or, failing that, its bound credentials. A name found in neither is
 /// an error naming it.
 pub fn process_env(
-    env: Option<&BTreeMap<String, String>>,
+    env: BTreeMap<String, Secret>,
     env_vars: &[String],
     sources: &EnvSources,
     env_id: &EnvironmentId,
 ) -> Result<BTreeMap<String, Secret>, String> {
-    let mut out: BTreeMap<String, Secret> =
-        env.into_iter().flatten().map(|(k, v)| (k.clone(), Secret::new(v.clone()))).collect();
+    let mut out = env;
     for name in env_vars {
         let value = sources.vars.get(name).map(|v| Secret::new(v.clone())).or_else(|| {
             sources.credentials.iter().find(|(secret_name, _)| secret_name == name).map(|(_, v)| v.clone())
@@ -180,13 +179,12 @@ mod tests {
             vars: [("REGION".to_string(), "eu".to_string())].into_iter().collect(),
             credentials: vec![("API_TOKEN".into(), Secret::new("t0k"))],
         };
-        let inline: BTreeMap<String, String> = [("MODE".to_string(), "ro".to_string())].into_iter().collect();
-        let env = process_env(Some(&inline), &["REGION".into(), "API_TOKEN".into()], &sources, &EnvironmentId::new())
-            .unwrap();
+        let inline: BTreeMap<String, Secret> = [("MODE".to_string(), Secret::new("ro"))].into_iter().collect();
+        let env = process_env(inline, &["REGION".into(), "API_TOKEN".into()], &sources, &EnvironmentId::new()).unwrap();
         let exposed: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.expose())).collect();
         assert_eq!(exposed, vec![("API_TOKEN", "t0k"), ("MODE", "ro"), ("REGION", "eu")]);
         let env_id = EnvironmentId::new();
-        let err = process_env(None, &["MISSING".into()], &sources, &env_id).unwrap_err();
+        let err = process_env(BTreeMap::new(), &["MISSING".into()], &sources, &env_id).unwrap_err();
         assert!(err.contains("'MISSING'") && err.contains(env_id.as_str()), "{err}");
     }
 }

@@ -321,6 +321,10 @@ pub struct AgentRecord {
     pub name: Option<String>,
     pub metadata: Metadata,
     pub config: AgentConfig,
+    /// The inline `env` of its stdio MCP tools, sealed with the master key
+    /// (base64); the tools in `config` carry none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_mcp_secrets: Option<String>,
 }
 
 /// The Agent resource.

@@ -22,7 +22,16 @@ fn agent_create_from_the_client_round_trips_into_the_resource() {
     let sent = body("/v1/agents");
     let create: AgentCreate = serde_json::from_value(sent.clone()).unwrap();
     let (name, metadata, config) = create.into_parts();
-    let record = AgentRecord { id: "agent_x".into(), version: 1, created_at: 1, updated_at: 1, name, metadata, config };
+    let record = AgentRecord {
+        id: "agent_x".into(),
+        version: 1,
+        created_at: 1,
+        updated_at: 1,
+        name,
+        metadata,
+        config,
+        sealed_mcp_secrets: None,
+    };
     let resource = serde_json::to_value(record.resource()).unwrap();
     for field in ["model", "instructions", "metadata"] {
         assert_eq!(resource[field], sent[field], "{field}");

@@ -30,7 +30,7 @@ async fn create_returns_the_whole_resolved_agent() {
         "text": {"format": {"type": "text"}, "verbosity": "medium"},
         "tools": [
             {"type": "function", "name": "now", "description": "The time", "parameters": {"type": "object", "properties": {}}, "defer_loading": false},
-            {"type": "mcp", "server_label": "files", "required": true, "allowed_tools": null, "connection_origin": "environment",
+            {"type": "mcp", "server_label": "files", "required": true, "allowed_tools": null, "call_timeout_ms": 60000, "connection_origin": "environment",
              "credential_id": null, "request_metadata": {}, "require_approval": "never",
              "transport": {"type": "stdio", "command": "npx", "cwd": "/workspace", "args": ["-y", "x"], "env_vars": []}}
         ],

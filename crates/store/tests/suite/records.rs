@@ -33,6 +33,7 @@ pub fn agent(id: &str) -> AgentRecord {
         name: Some(id.into()),
         metadata: Default::default(),
         config: AgentConfig::default(),
+        sealed_mcp_secrets: Some("c2VhbGVk".into()),
     }
 }
 

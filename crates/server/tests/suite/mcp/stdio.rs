@@ -121,6 +121,29 @@ async fn env_vars_select_environment_variables_and_bound_credentials_and_the_fir
 }
 
 #[tokio::test]
+async fn a_saved_agents_sealed_stdio_env_reaches_the_server_of_each_session_made_from_it() {
+    let names = json!({"names": ["MODE"]});
+    let (model, s) = setup(vec![
+        call("c_a", "call_tool", json!({"server": "envs", "name": "env", "arguments": names})),
+        Step::text("a"),
+    ])
+    .await;
+    let env_id = environment_with_servers(&s, json!({})).await;
+    let tools = json!([{"type": "mcp", "server_label": "envs", "required": true,
+        "transport": {"type": "stdio", "command": "node", "cwd": "/workspace", "args": ["env.mjs"], "env": {"MODE": "saved"}}}]);
+    let agent = s.agent(json!({"model": "m", "tools": tools})).await;
+    assert!(!agent.to_string().contains("saved\""), "the env is never shown: {agent}");
+    let session = s
+        .session(json!({"agent_id": agent["id"], "environment": {"type": "reference", "environment_id": env_id}}))
+        .await;
+    let sid = session["id"].as_str().unwrap();
+    let (_, turn) = run_turn(&s, sid, "env?").await;
+    assert_eq!(turn["status"], "completed", "{turn}");
+    let got: Value = serde_json::from_str(&tool_result(&model.requests()[1].body, "c_a")).unwrap();
+    assert_eq!(got["env"], json!({"MODE": "saved"}));
+}
+
+#[tokio::test]
 async fn a_required_stdio_server_that_cannot_start_fails_the_turn_naming_it_and_its_stderr() {
     let (model, s) = setup(vec![Step::text("never sent")]).await;
     let (status, env) = s.post("/v1/agents/environments", json!({"environment": {"type": "openai_hosted"}})).await;

@@ -53,6 +53,20 @@ async fn the_database_holds_only_ciphertext() {
         "networking": {"type": "unrestricted"}}),
     )
     .await;
+    // A stdio transport's inline env, on a saved agent, on a session, and on a session made
+    // from the saved agent (issue 17, item 6).
+    let (agent_env, session_env) = (planted("agentenv"), planted("sessionenv"));
+    let stdio = |value: &str| {
+        json!([{"type": "mcp", "server_label": "s", "transport": {"type": "stdio", "command": "node",
+                "cwd": "/workspace", "env": {"SECRET": value}}}])
+    };
+    let agent = s.agent(json!({"model": "m", "tools": stdio(&agent_env)})).await;
+    let hosted = json!({"type": "openai_hosted"});
+    s.session(json!({"agent": {"model": "m", "tools": stdio(&session_env)}, "environment": hosted})).await;
+    s.session(json!({"agent_id": agent["id"], "environment": hosted})).await;
+    let (_, updated) = s.post(&format!("/v1/agents/{}", agent["id"].as_str().unwrap()), json!({"name": "v2"})).await;
+    assert_eq!(updated["version"], 2, "{updated}");
+    let secrets: Vec<String> = secrets.into_iter().chain([agent_env, session_env]).collect();
     let dir = s.stop().await;
     let mut files = files_of(dir.path());
     match crate::support::test_database(dir.path()) {
