@@ -25,7 +25,8 @@ pub(super) fn add(doc: &mut Doc) {
                  file and skill contents are kept but never shown.",
             )
             .body(of::<EnvironmentTemplateCreate>)
-            .json(of::<EnvironmentTemplate>),
+            .json(of::<EnvironmentTemplate>)
+            .errors(&[404]),
     );
     doc.add(
         Op::get(TEMPLATES, "listEnvironmentTemplates", "List environment templates")
