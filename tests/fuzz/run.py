@@ -75,8 +75,9 @@ def main(extra: list[str]) -> int:
                 *extra,
             ]
             print(f"schemathesis against {server.url} (seed {seed})", flush=True)
+            env = {**os.environ, "SCHEMATHESIS_HOOKS": str(HERE / "hooks.py")}
             try:
-                code = subprocess.run(cmd, cwd=tmp, timeout=HARD_TIMEOUT).returncode
+                code = subprocess.run(cmd, cwd=tmp, env=env, timeout=HARD_TIMEOUT).returncode
             except subprocess.TimeoutExpired:
                 print(f"fuzz: schemathesis did not finish within {HARD_TIMEOUT} s", file=sys.stderr)
                 code = 1

@@ -6,7 +6,8 @@ use super::{Doc, views};
 use crate::routes::conversations::ItemsCreate;
 use crate::routes::responses::ResponseCreate;
 use protocol::conversation::{Conversation, ConversationCreate, ConversationDeleted, ConversationUpdate};
-use serde_json::json;
+use schemars::SchemaGenerator;
+use serde_json::{Value, json};
 
 const RESPONSE: &str = "/v1/responses/{response_id}";
 const CONVERSATION: &str = "/v1/conversations/{conversation_id}";
@@ -21,7 +22,7 @@ pub(super) fn add(doc: &mut Doc) {
                  function results; `background: true` answers at once (`queued`); `stream: true` answers \
                  with the Responses event stream.",
             )
-            .body(of::<ResponseCreate>)
+            .body(response_create)
             .json(views::response)
             .stream(views::response_stream_event)
             .errors(&[404]),
@@ -102,4 +103,21 @@ pub(super) fn add(doc: &mut Doc) {
 
 fn include() -> serde_json::Value {
     json!({"type": "array", "items": {"type": "string"}})
+}
+
+/// `ResponseCreate`, with the `input` the handler requires (`app::responses::input`):
+/// a non-empty string or a non-empty list of items. The type keeps it an
+/// optional JSON value so that a missing one is a 400 naming `input`.
+fn response_create(g: &mut SchemaGenerator) -> Value {
+    let schema = of::<ResponseCreate>(g);
+    if let Some(Value::Object(create)) = g.definitions_mut().get_mut("ResponseCreate") {
+        create.insert("required".into(), json!(["input"]));
+        let input = json!({"oneOf": [{"type": "string", "minLength": 1},
+                                     {"type": "array", "minItems": 1, "items": {"type": "object"}}],
+                           "description": "Text, or message items, or function_call_output items (not both)."});
+        if let Some(Value::Object(properties)) = create.get_mut("properties") {
+            properties.insert("input".into(), input);
+        }
+    }
+    schema
 }
