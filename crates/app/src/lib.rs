@@ -22,6 +22,7 @@
 //! - [`limits`]: per-organization request rate and active turns.
 //! - [`credentials`]: vault credentials at run time (MCP credential choice,
 //!   OAuth refresh, environment credentials) and sealing what vaults store.
+//! - [`rekey`]: rotating the master key (every sealed value, in one transaction).
 //! - [`mcp_secrets`]: session-level MCP secrets sealed at rest, and the
 //!   credentials the engine's MCP tools ask for at turn time.
 //!
@@ -39,6 +40,7 @@ pub mod idempotency;
 pub mod keys;
 pub mod limits;
 pub mod mcp_secrets;
+pub mod rekey;
 pub mod responses;
 pub mod sessions;
 pub mod skills;

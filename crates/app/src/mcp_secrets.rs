@@ -71,7 +71,7 @@ fn open(cipher: &Cipher, sealed: &str, aad: &[u8]) -> Option<BTreeMap<String, St
 }
 
 /// Binds a saved agent's sealed stdio `env` to its organization and agent.
-fn agent_aad(org_id: &str, agent_id: &str) -> Vec<u8> {
+pub(crate) fn agent_aad(org_id: &str, agent_id: &str) -> Vec<u8> {
     format!("rebyte/agent-mcp-secrets/v1/{org_id}/{agent_id}").into_bytes()
 }
 
@@ -116,6 +116,11 @@ pub fn unseal_agent_secrets(
 
 /// Binds a sealed blob to its organization and session: moved to another row, it fails to open.
 fn aad(org_id: &str, session_id: SessionId) -> Vec<u8> {
+    session_aad(org_id, &session_id.to_string())
+}
+
+/// The same, from the session id's text (a key rotation).
+pub(crate) fn session_aad(org_id: &str, session_id: &str) -> Vec<u8> {
     format!("rebyte/session-mcp-secrets/v1/{org_id}/{session_id}").into_bytes()
 }
 

@@ -8,6 +8,7 @@ use server::{Config, keys};
 use std::path::PathBuf;
 
 mod logging;
+mod rotate;
 
 #[derive(Parser)]
 #[command(name = "rebyte", version, about = "A self-hosted agent platform server")]
@@ -136,6 +137,17 @@ enum KeysCommand {
     /// Revoke a key by id.
     Revoke {
         id: String,
+        #[command(flatten)]
+        storage: Storage,
+    },
+    /// Make a new master key and seal every secret in the database again
+    /// under it, in one transaction; stop every server on the database first.
+    /// The key file is replaced (the old one kept as <file>.old); a key given
+    /// as REBYTE_MASTER_KEY is replaced by one printed on stdout.
+    RotateMaster {
+        /// The master key file; defaults to <data-dir>/master.key.
+        #[arg(long, env = "REBYTE_MASTER_KEY_FILE")]
+        master_key_file: Option<PathBuf>,
         #[command(flatten)]
         storage: Storage,
     },
@@ -272,6 +284,11 @@ async fn keys_command(command: KeysCommand) -> Result<()> {
                     k.name.unwrap_or_default()
                 );
             }
+        }
+        KeysCommand::RotateMaster { master_key_file, storage } => {
+            let mut config = storage.config();
+            config.master_key_file = master_key_file;
+            rotate::rotate_master(&config).await?;
         }
         KeysCommand::Revoke { id, storage } => {
             let store = server::open_existing_store(&storage.config()).await?;

@@ -34,7 +34,7 @@ pub mod state;
 
 pub use app::limits::OrgLimits;
 
-pub use app::{credentials, keys, mcp_secrets, now};
+pub use app::{credentials, keys, mcp_secrets, now, rekey};
 pub use state::AppState;
 
 use axum::Router;

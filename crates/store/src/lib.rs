@@ -134,6 +134,29 @@ pub struct SessionFilter {
     pub metadata: Vec<(String, String)>,
 }
 
+/// What a sealed value belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SealedKind {
+    /// A vault credential's secrets; `key` is `[vault_id, id]`.
+    Credential,
+    /// A session's inline MCP secrets; `key` is `[id]`.
+    Session,
+    /// A saved agent's inline MCP secrets; `key` is `[id]`.
+    Agent,
+    /// One stored version of a saved agent; `key` is `[agent id, version]`.
+    AgentVersion,
+}
+
+/// One value sealed with the master key: raw ciphertext for credentials, the
+/// base64 text of a document's `sealed_mcp_secrets` for the others.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sealed {
+    pub kind: SealedKind,
+    pub org_id: String,
+    pub key: Vec<String>,
+    pub value: Vec<u8>,
+}
+
 /// The persistence boundary.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -330,6 +353,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Vec<protocol::vault::CredentialRecord>>;
     /// The stored master key check value, if any.
     async fn master_key_check(&self) -> Result<Option<Vec<u8>>>;
+    /// Every value sealed with the master key, of every organization.
+    async fn sealed_values(&self) -> Result<Vec<Sealed>>;
+    /// Replaces the key check value with `new_check` and each of `values`
+    /// (re-sealed versions of [`Store::sealed_values`]), in one transaction,
+    /// if the stored check is still `old_check`; false (nothing written) otherwise.
+    async fn replace_sealed(&self, old_check: &[u8], new_check: &[u8], values: &[Sealed]) -> Result<bool>;
     /// Stores `sealed` as the key check value unless one exists; returns the one kept.
     async fn init_master_key_check(&self, sealed: &[u8]) -> Result<Vec<u8>>;
 

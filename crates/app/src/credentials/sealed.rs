@@ -32,7 +32,12 @@ pub(crate) struct Sealed {
 
 /// What a credential's ciphertext is bound to.
 fn aad(org_id: &str, c: &Credential) -> Vec<u8> {
-    format!("rebyte:credential:v1:{org_id}:{}:{}", c.vault_id, c.id).into_bytes()
+    credential_aad(org_id, &c.vault_id, &c.id)
+}
+
+/// The same, from the credential's identity alone (a key rotation).
+pub(crate) fn credential_aad(org_id: &str, vault_id: &str, id: &str) -> Vec<u8> {
+    format!("rebyte:credential:v1:{org_id}:{vault_id}:{id}").into_bytes()
 }
 
 impl Sealed {

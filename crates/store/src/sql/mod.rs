@@ -13,7 +13,8 @@
 //!   credentials, the master key check), `envs.rs` (environments, artifacts),
 //!   `skills.rs` (skills and their versions), `files.rs` (uploaded files,
 //!   environments' copies of their skills and files), `templates.rs`
-//!   (environment templates), `request_keys.rs`
+//!   (environment templates), `rekey.rs` (every sealed value, for a master
+//!   key rotation), `request_keys.rs`
 //!   (idempotency keys of creates), `paging.rs` (cursor pagination).
 
 // `SqlStore` is public only as `SqliteStore` and `PgStore`; its backends are
@@ -25,6 +26,7 @@ mod envs;
 mod files;
 mod orgs;
 mod paging;
+mod rekey;
 mod request_keys;
 mod sessions;
 mod skills;

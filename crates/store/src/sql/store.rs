@@ -342,6 +342,14 @@ impl<B: Backend> Store for SqlStore<B> {
         self.vault_credentials_impl(org_id, vault_ids).await
     }
 
+    async fn sealed_values(&self) -> Result<Vec<crate::Sealed>> {
+        self.sealed_values_impl().await
+    }
+
+    async fn replace_sealed(&self, old_check: &[u8], new_check: &[u8], values: &[crate::Sealed]) -> Result<bool> {
+        self.replace_sealed_impl(old_check, new_check, values).await
+    }
+
     async fn master_key_check(&self) -> Result<Option<Vec<u8>>> {
         self.master_key_check_impl().await
     }

@@ -3,9 +3,10 @@
 
 use super::backend::Backend;
 use super::contract;
-use super::records::{env, org, stored_session};
+use super::records::{agent, env, org, session, stored_session};
 use protocol::environment::{EnvironmentRecord, EnvironmentStatus};
 use protocol::ids::EnvironmentId;
+use store::{Sealed, SealedKind};
 
 use protocol::vault::{Credential, CredentialAuth, CredentialRecord, Vault};
 use store::Artifact;
@@ -13,6 +14,7 @@ use store::Artifact;
 contract!(
     vaults_and_credentials_belong_to_their_organization,
     the_master_key_check_keeps_the_first_value,
+    every_sealed_value_is_listed_and_replaced_in_one_transaction,
     environments_are_replaced_only_by_their_organization,
     artifacts_are_immutable_and_keep_their_bytes
 );
@@ -98,6 +100,51 @@ async fn the_master_key_check_keeps_the_first_value(b: &Backend) {
     assert_eq!(b.store.init_master_key_check(&[1, 2, 0, 3]).await.unwrap(), vec![1, 2, 0, 3]);
     assert_eq!(b.store.init_master_key_check(&[9]).await.unwrap(), vec![1, 2, 0, 3], "the first writer wins");
     assert_eq!(b.store.master_key_check().await.unwrap(), Some(vec![1, 2, 0, 3]));
+}
+
+async fn every_sealed_value_is_listed_and_replaced_in_one_transaction(b: &Backend) {
+    let store = b.store.as_ref();
+    let (mine, theirs) = (org(store, "mine").await, org(store, "theirs").await);
+    store.init_master_key_check(&[1]).await.unwrap();
+    store.create_vault(&mine, &vault("vlt_1", "blue")).await.unwrap();
+    store.create_credential(&mine, &credential("cred_1", "vlt_1", 1)).await.unwrap();
+    let mut s = session("agent_1");
+    s.sealed_mcp_secrets = Some("c2Vzc2lvbg==".into());
+    store.create_session(&theirs, &s).await.unwrap();
+    stored_session(store, &mine).await; // none sealed: not listed
+    let mut a = agent("agent_s");
+    store.create_agent(&mine, &a).await.unwrap();
+    a.version = 2;
+    a.sealed_mcp_secrets = Some("djI=".into());
+    assert!(store.update_agent(&mine, &a).await.unwrap());
+
+    let mut found = store.sealed_values().await.unwrap();
+    let kinds: Vec<(SealedKind, &str, &str)> =
+        found.iter().map(|v| (v.kind, v.org_id.as_str(), v.key[0].as_str())).collect();
+    assert!(kinds.contains(&(SealedKind::Credential, mine.as_str(), "vlt_1")), "{kinds:?}");
+    assert!(kinds.contains(&(SealedKind::Session, theirs.as_str(), s.id.to_string().as_str())), "{kinds:?}");
+    assert!(kinds.contains(&(SealedKind::Agent, mine.as_str(), "agent_s")), "{kinds:?}");
+    let versions: Vec<&Sealed> = found.iter().filter(|v| v.kind == SealedKind::AgentVersion).collect();
+    assert_eq!(versions.len(), 2, "each stored version of the agent: {versions:?}");
+    assert_eq!(found.len(), 5, "{found:?}");
+
+    for v in &mut found {
+        v.value = [b"new-".as_slice(), &v.value].concat();
+    }
+    assert!(!store.replace_sealed(&[9], &[2], &found).await.unwrap(), "a stale key check changes nothing");
+    assert_eq!(store.master_key_check().await.unwrap(), Some(vec![1]));
+    assert!(store.sealed_values().await.unwrap().iter().all(|v| !v.value.starts_with(b"new-")));
+
+    assert!(store.replace_sealed(&[1], &[2], &found).await.unwrap());
+    assert_eq!(store.master_key_check().await.unwrap(), Some(vec![2]));
+    let mut after = store.sealed_values().await.unwrap();
+    after.sort_by(|x, y| x.key.cmp(&y.key));
+    found.sort_by(|x, y| x.key.cmp(&y.key));
+    assert_eq!(after, found);
+    let got = store.get_session(&theirs, s.id).await.unwrap().unwrap();
+    assert_eq!(got.sealed_mcp_secrets.as_deref(), Some("new-c2Vzc2lvbg=="), "the session read sees the new value");
+    let cred = store.get_credential(&mine, "vlt_1", "cred_1").await.unwrap().unwrap();
+    assert_eq!(cred.sealed, [b"new-".as_slice(), &credential("cred_1", "vlt_1", 1).sealed].concat());
 }
 
 pub(crate) fn environment(id: EnvironmentId, status: EnvironmentStatus) -> EnvironmentRecord {

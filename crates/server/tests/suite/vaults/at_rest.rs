@@ -251,3 +251,76 @@ async fn planted_secrets_appear_in_no_answer_event_error_or_log() {
         assert!(!logs.contains(secret.as_str()), "{secret} was logged");
     }
 }
+
+/// Runs `rebyte keys rotate-master` on a stopped server's data.
+fn rotate_master(dir: &std::path::Path, master_key: Option<&str>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(crate::support::rebyte_bin());
+    cmd.args(["keys", "rotate-master", "--data-dir"]).arg(dir).env_remove("REBYTE_MASTER_KEY");
+    if let Some(url) = crate::support::test_database(dir) {
+        cmd.args(["--database-url", &url]);
+    }
+    if let Some(key) = master_key {
+        cmd.env("REBYTE_MASTER_KEY", key);
+    }
+    cmd.output().unwrap()
+}
+
+#[tokio::test]
+async fn rotate_master_seals_everything_again_under_a_new_key_file() {
+    let s = TestServer::start().await;
+    let v = vault(&s).await;
+    credential(&s, &v, json!({"type": "static_bearer", "token": "t0k", "mcp_server_url": "https://m.example.com"}))
+        .await;
+    let http = json!([{"type": "mcp", "server_label": "h", "transport": {"type": "http",
+        "server_url": "https://h.example.com/mcp", "authorization": "Bearer inline-secret"}}]);
+    let session = s.session(json!({"agent": {"model": "m", "tools": http}, "environment": {"type": "none"}})).await;
+    let stdio = json!([{"type": "mcp", "server_label": "s", "transport": {"type": "stdio", "command": "node",
+        "cwd": "/workspace", "env": {"K": "agent-secret"}}}]);
+    let agent = s.agent(json!({"model": "m", "tools": stdio})).await;
+    let key = s.key.clone();
+    let dir = s.stop().await;
+    let file = dir.path().join("master.key");
+    let before = std::fs::read_to_string(&file).unwrap();
+
+    let wrong = secrets::MasterKey::generate().to_base64();
+    let refused = rotate_master(dir.path(), Some(wrong.expose()));
+    assert!(!refused.status.success(), "a wrong current key rotates nothing");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("does not match"), "{refused:?}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), before);
+
+    let out = rotate_master(dir.path(), None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("1 credentials, 1 sessions' and 1 agents'"), "{said}");
+    let after = std::fs::read_to_string(&file).unwrap();
+    assert_ne!(after, before, "a new key in the key file");
+    assert_eq!(std::fs::read_to_string(dir.path().join("master.key.old")).unwrap(), before);
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+
+    // The old key no longer opens the database; the new one opens every secret.
+    let config = |master: Option<&str>| {
+        let mut c = Config::new(dir.path());
+        c.database_url = crate::support::test_database(dir.path());
+        c.bootstrap_key = Some(key.clone());
+        c.master_key = master.map(secrets::Secret::from);
+        c
+    };
+    let stale = server::start(&config(Some(before.trim()))).await.err().expect("the old key must not start");
+    assert!(stale.to_string().contains("does not match"), "{stale}");
+    let Ok(state) = server::start(&config(None)).await else { panic!("the new key file starts") };
+    let org = state_org(&state, &key).await;
+    let got = state.app.credentials.resolve_mcp(&org, std::slice::from_ref(&v), "https://m.example.com", None).await;
+    assert_eq!(got.unwrap().unwrap().token.expose(), "t0k");
+    let sid = protocol::ids::SessionId::parse(session["id"].as_str().unwrap()).unwrap();
+    let record = state.app.store.get_session(&org, sid).await.unwrap().unwrap();
+    let opened = server::mcp_secrets::open_session_secrets(state.app.credentials.cipher(), &org, &record).unwrap();
+    assert_eq!(
+        opened["h"].authorization.as_ref().map(|a| a.expose().to_string()).as_deref(),
+        Some("Bearer inline-secret")
+    );
+    let saved = state.app.store.get_agent(&org, agent["id"].as_str().unwrap()).await.unwrap().unwrap();
+    let mut tools = saved.config.tools.clone();
+    server::mcp_secrets::unseal_agent_secrets(state.app.credentials.cipher(), &org, &saved, &mut tools).unwrap();
+    assert!(serde_json::to_string(&tools).unwrap().contains("agent-secret"));
+}
