@@ -5,7 +5,6 @@ use crate::{App, Error, Result, mcp_secrets, now};
 use protocol::agent::{AgentCreate, AgentRecord, AgentUpdate, Patch};
 use protocol::ids::Kind;
 use protocol::list::PageRequest;
-use protocol::tool::ToolParam;
 use protocol::validate::{self, Owner};
 use store::Page;
 
@@ -86,22 +85,13 @@ impl Service<'_> {
     /// then). An unknown id and another organization's get the same 404
     /// naming `tools[i].credential_id`.
     async fn check_credential_ids(&self, record: &AgentRecord) -> Result<()> {
-        let wanted: Vec<(usize, String)> = record
-            .config
-            .tools
-            .iter()
-            .enumerate()
-            .filter_map(|(i, tool)| match tool {
-                ToolParam::Mcp(m) => m.credential_id.clone().map(|id| (i, id)),
-                _ => None,
-            })
-            .collect();
+        let wanted = record.config.mcp_credential_ids();
         if wanted.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = wanted.iter().map(|(_, id)| id.clone()).collect();
+        let ids: Vec<String> = wanted.iter().map(|(_, id)| id.to_string()).collect();
         let found = self.app.store.existing_credentials(self.org, &ids).await?;
-        match wanted.into_iter().find(|(_, id)| !found.contains(id)) {
+        match wanted.into_iter().find(|(_, id)| !found.iter().any(|f| f == id)) {
             None => Ok(()),
             Some((i, id)) => Err(Error::MissingReference {
                 param: format!("tools[{i}].credential_id"),

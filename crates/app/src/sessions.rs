@@ -17,7 +17,6 @@ use protocol::session::{
     EnvironmentParam, EnvironmentRole, INLINE_AGENT_ID, Review, Session, SessionAgent, SessionAgentParam,
     SessionCreate, SessionRecord, SessionUpdate,
 };
-use protocol::tool::ToolParam;
 use protocol::turn::Turn;
 use protocol::turn_settings::NewTurn;
 use protocol::validate::{self, Owner};
@@ -198,15 +197,7 @@ impl Service<'_> {
     /// another organization's, or one outside those vaults is a 404 naming
     /// `agent.tools[i].credential_id` (the same answer for all three).
     async fn check_credential_ids(&self, config: &AgentConfig, vault_ids: &[String]) -> Result<()> {
-        let wanted: Vec<(usize, &str)> = config
-            .tools
-            .iter()
-            .enumerate()
-            .filter_map(|(i, tool)| match tool {
-                ToolParam::Mcp(m) => m.credential_id.as_deref().map(|id| (i, id)),
-                _ => None,
-            })
-            .collect();
+        let wanted = config.mcp_credential_ids();
         if wanted.is_empty() {
             return Ok(());
         }

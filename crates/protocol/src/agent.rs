@@ -245,6 +245,15 @@ pub const DEFAULT_MAX_STEPS: u32 = 50;
 pub const MAX_MAX_STEPS: u32 = 1000;
 
 impl AgentConfig {
+    /// Each MCP tool's explicit `credential_id`, with the tool's index.
+    pub fn mcp_credential_ids(&self) -> Vec<(usize, &str)> {
+        let ids = self.tools.iter().enumerate().filter_map(|(i, tool)| match tool {
+            ToolParam::Mcp(m) => m.credential_id.as_deref().map(|id| (i, id)),
+            _ => None,
+        });
+        ids.collect()
+    }
+
     /// The step limit in force.
     pub fn max_steps(&self) -> u32 {
         self.max_steps.unwrap_or(DEFAULT_MAX_STEPS)

@@ -60,22 +60,22 @@ impl<B: Backend> SqlStore<B> {
         Ok(self.db.transaction(&vault, &[credentials]).await? > 0)
     }
 
-    pub(crate) async fn existing_vaults_impl(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+    /// Which of `ids` are rows of `table` of this organization.
+    async fn existing_ids(&self, table: &str, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let mut sql = Sql::new("SELECT id FROM vaults WHERE org_id = $1 AND id IN ").bind(org_id);
+        let mut sql = Sql::new(format!("SELECT id FROM {table} WHERE org_id = $1 AND id IN ")).bind(org_id);
         sql.push_list(ids);
         Ok(self.fetch::<(String,)>(sql).await?.into_iter().map(|(id,)| id).collect())
     }
 
+    pub(crate) async fn existing_vaults_impl(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
+        self.existing_ids("vaults", org_id, ids).await
+    }
+
     pub(crate) async fn existing_credentials_impl(&self, org_id: &str, ids: &[String]) -> Result<Vec<String>> {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut sql = Sql::new("SELECT id FROM vault_credentials WHERE org_id = $1 AND id IN ").bind(org_id);
-        sql.push_list(ids);
-        Ok(self.fetch::<(String,)>(sql).await?.into_iter().map(|(id,)| id).collect())
+        self.existing_ids("vault_credentials", org_id, ids).await
     }
 
     pub(crate) async fn create_credential_impl(&self, org_id: &str, record: &CredentialRecord) -> Result<()> {
