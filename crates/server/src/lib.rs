@@ -10,7 +10,8 @@
 //! - [`error`]: `ApiError`, the one error type that becomes a response.
 //! - [`bootstrap`]: the first-start organization and key; `master_key`: the
 //!   master key checked at start.
-//! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`.
+//! - [`metrics`], [`openapi`]: `/metrics` and `/v1/openapi.json`; [`console`]:
+//!   the web console's embedded files at `/console/`.
 //! - [`idempotency`]: `Idempotency-Key` on creates; [`forward`]: requests
 //!   for an environment on another node of the cluster; [`limits`]: the
 //!   per-organization request rate.
@@ -19,6 +20,7 @@
 
 pub mod auth;
 pub mod bootstrap;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod forward;

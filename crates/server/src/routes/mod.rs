@@ -30,6 +30,8 @@ pub fn router(state: AppState, body_limit: usize) -> Router {
     table::table()
         .into_iter()
         .fold(Router::new(), |router, route| router.route(route.path, route.handlers))
+        // The web console: no key, and not part of the API the table lists.
+        .merge(crate::console::router())
         .fallback(fallback::not_found)
         .method_not_allowed_fallback(fallback::method_not_allowed)
         .layer(middleware::from_fn_with_state(state.clone(), crate::forward::environments))

@@ -4,6 +4,7 @@ mod agents;
 mod auth;
 mod bad_input;
 mod cluster;
+mod console;
 mod conversations;
 mod database_url;
 mod environment_packages;

@@ -1,0 +1,430 @@
+// The rebyte console: one ES module, no build step, no dependencies.
+//
+// Every call is the public API with the key the user signed in with. The key
+// lives in this tab's sessionStorage only: never in a URL, a cookie or a log.
+// Everything the server returns (model output, tool output, errors) is shown
+// with textContent, never parsed as HTML.
+
+const KEY = "rebyte.key";
+const PAGE = 20;
+
+const $ = (id) => document.getElementById(id);
+
+/** An element with a class and text (as text, never markup). */
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+/** An API error, shown as "403 permission_error: …". */
+class ApiError extends Error {
+  constructor(status, body) {
+    const error = (body && body.error) || {};
+    super(`${status} ${error.type || "error"}: ${error.message || "the server answered " + status}`);
+    this.status = status;
+  }
+}
+
+function key() {
+  return sessionStorage.getItem(KEY);
+}
+
+/** Calls the API with the signed-in key; the parsed JSON, or an ApiError. */
+async function api(method, path, body) {
+  const headers = { Authorization: `Bearer ${key()}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await resp.text();
+  let json = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    json = null;
+  }
+  if (!resp.ok) throw new ApiError(resp.status, json);
+  return json;
+}
+
+function showError(err) {
+  const area = $("error");
+  area.textContent = err instanceof Error ? err.message : String(err);
+  area.hidden = false;
+}
+
+function clearError() {
+  $("error").textContent = "";
+  $("error").hidden = true;
+}
+
+// ---- sign-in ----
+
+function showSignedIn(signedIn) {
+  $("signin").hidden = signedIn;
+  $("console").hidden = !signedIn;
+  $("signout").hidden = !signedIn;
+}
+
+async function signIn(event) {
+  event.preventDefault();
+  clearError();
+  const value = $("key").value.trim();
+  if (!value) return;
+  sessionStorage.setItem(KEY, value);
+  try {
+    await loadSessions(true);
+    $("key").value = "";
+    showSignedIn(true);
+  } catch (err) {
+    sessionStorage.removeItem(KEY);
+    showError(err);
+  }
+}
+
+function signOut() {
+  closeSession();
+  sessionStorage.removeItem(KEY);
+  $("sessions").replaceChildren();
+  showSignedIn(false);
+}
+
+// ---- sessions ----
+
+let lastSessionId = null;
+let selected = null;
+
+async function loadSessions(fresh) {
+  const query = new URLSearchParams({ limit: String(PAGE), order: "desc" });
+  if (!fresh && lastSessionId) query.set("after", lastSessionId);
+  const page = await api("GET", `/v1/agents/sessions?${query}`);
+  if (fresh) $("sessions").replaceChildren();
+  for (const session of page.data) $("sessions").append(sessionRow(session));
+  lastSessionId = fresh ? page.last_id : page.last_id || lastSessionId;
+  $("more").hidden = !page.has_more;
+}
+
+function sessionRow(session) {
+  const li = el("li");
+  const button = el("button", session.id === (selected && selected.id) ? "selected" : "");
+  button.type = "button";
+  button.dataset.sessionId = session.id;
+  button.append(el("span", "id", session.id), document.createTextNode(" "));
+  const status = el("span", "status", session.status);
+  status.dataset.status = session.status;
+  button.append(status, el("div", "note", new Date(session.created_at * 1000).toLocaleString()));
+  button.addEventListener("click", () => openSession(session.id).catch(showError));
+  li.append(button);
+  return li;
+}
+
+function setSessionStatus(status) {
+  $("session-status").textContent = status;
+  $("session-status").dataset.status = status;
+  const row = document.querySelector(`#sessions button[data-session-id="${CSS.escape(selected.id)}"] .status`);
+  if (row) {
+    row.textContent = status;
+    row.dataset.status = status;
+  }
+}
+
+// ---- one session: turns, items, live events ----
+
+function closeSession() {
+  if (selected) selected.controller.abort();
+  selected = null;
+  $("session").hidden = true;
+  $("turns").replaceChildren();
+}
+
+async function openSession(id) {
+  clearError();
+  closeSession();
+  const session = { id, controller: new AbortController(), lastEventId: null, loaded: false, buffer: [] };
+  selected = session;
+  for (const b of document.querySelectorAll("#sessions button")) {
+    b.classList.toggle("selected", b.dataset.sessionId === id);
+  }
+  $("session-title").textContent = id;
+  $("session").hidden = false;
+  // Subscribe first, then read the history: nothing between the two is lost
+  // (events that arrive meanwhile wait in the buffer).
+  const opened = stream(session);
+  await opened;
+  const [info, turns, items] = await Promise.all([
+    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}`),
+    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}/turns?order=asc&limit=100`),
+    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}/items?order=asc&limit=100`),
+  ]);
+  if (selected !== session) return;
+  setSessionStatus(info.status);
+  for (const turn of turns.data) renderTurn(turn);
+  for (const item of items.data) renderItem(item.turn_id, item);
+  session.loaded = true;
+  for (const event of session.buffer.splice(0)) apply(session, event, true);
+}
+
+/**
+ * Reads the session's event stream with fetch (EventSource cannot send the
+ * Authorization header), reconnecting with Last-Event-ID after a drop. The
+ * returned promise settles once the first connection is open.
+ */
+function stream(session) {
+  let ready;
+  const opened = new Promise((resolve) => (ready = resolve));
+  (async () => {
+    let delay = 500;
+    while (selected === session) {
+      try {
+        const headers = { Authorization: `Bearer ${key()}` };
+        if (session.lastEventId) headers["Last-Event-ID"] = session.lastEventId;
+        const resp = await fetch(`/v1/agents/sessions/${encodeURIComponent(session.id)}/events`, {
+          headers,
+          signal: session.controller.signal,
+        });
+        if (!resp.ok) {
+          const body = await resp.json().catch(() => null);
+          throw new ApiError(resp.status, body);
+        }
+        $("stream-status").textContent = "live";
+        ready();
+        delay = 500;
+        await readFrames(resp.body, (frame) => onFrame(session, frame));
+      } catch (err) {
+        if (session.controller.signal.aborted) break;
+        if (err instanceof ApiError && err.status >= 400 && err.status < 500) {
+          showError(err);
+          ready();
+          break;
+        }
+      }
+      if (selected !== session) break;
+      ready();
+      $("stream-status").textContent = "reconnecting…";
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      delay = Math.min(delay * 2, 5000);
+    }
+  })();
+  return opened;
+}
+
+/** Splits a text/event-stream body into frames of {id, event, data}. */
+async function readFrames(body, onFrameRead) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, "\n");
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const raw = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const frame = { id: null, event: null, data: [] };
+      for (const line of raw.split("\n")) {
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const val = colon < 0 ? "" : line.slice(colon + 1).replace(/^ /, "");
+        if (field === "id") frame.id = val;
+        else if (field === "event") frame.event = val;
+        else if (field === "data") frame.data.push(val);
+      }
+      if (frame.data.length) onFrameRead(frame);
+    }
+  }
+}
+
+function onFrame(session, frame) {
+  if (selected !== session) return;
+  if (frame.id) session.lastEventId = frame.id;
+  const data = frame.data.join("\n");
+  if (data === "[DONE]") return;
+  let event;
+  try {
+    event = JSON.parse(data);
+  } catch {
+    return;
+  }
+  if (!session.loaded) session.buffer.push(event);
+  else apply(session, event, false);
+}
+
+/** Applies one event to the view; `replayed` events may repeat loaded state. */
+function apply(session, event, replayed) {
+  const type = event.type || "";
+  if (event.session && event.session.status && type.startsWith("agent.session.") && !type.includes(".turn.")) {
+    setSessionStatus(event.session.status);
+  }
+  if (event.turn && type.startsWith("agent.session.turn.")) renderTurn(event.turn);
+  switch (type) {
+    case "agent.session.turn.item.added":
+    case "agent.session.turn.item.done":
+      renderItem(event.turn_id, event.item);
+      break;
+    case "agent.session.turn.output_text.delta": {
+      const node = itemNode(event.turn_id, event.item_id, "message");
+      if (replayed && node.dataset.status === "completed") break;
+      textOf(node, "text").append(document.createTextNode(event.delta));
+      break;
+    }
+    case "agent.output.command_execution_output.delta": {
+      const node = itemNode(event.turn_id, event.item_id, "command_execution");
+      if (replayed && node.dataset.status === "completed") break;
+      textOf(node, "output").append(document.createTextNode(event.delta));
+      break;
+    }
+    case "error":
+      showError(`${event.error.type}: ${event.error.message}`);
+      break;
+    default:
+      break;
+  }
+}
+
+function turnNode(turnId) {
+  let node = document.querySelector(`#turns .turn[data-turn-id="${CSS.escape(turnId)}"]`);
+  if (!node) {
+    node = el("div", "turn");
+    node.dataset.turnId = turnId;
+    const head = el("div", "bar");
+    head.append(el("span", "label", turnId), el("span", "status turn-status"));
+    node.append(head, el("p", "turn-error"), el("div", "items"));
+    $("turns").append(node);
+  }
+  return node;
+}
+
+function renderTurn(turn) {
+  const node = turnNode(turn.id);
+  const status = node.querySelector(".turn-status");
+  status.textContent = turn.status;
+  status.dataset.status = turn.status;
+  node.dataset.status = turn.status;
+  const error = node.querySelector(".turn-error");
+  error.textContent = turn.error ? `${turn.error.code || "error"}: ${turn.error.message}` : "";
+  error.hidden = !turn.error;
+}
+
+function itemNode(turnId, itemId, type) {
+  let node = document.querySelector(`#turns .item[data-item-id="${CSS.escape(itemId)}"]`);
+  if (!node) {
+    node = el("div", "item");
+    node.dataset.itemId = itemId;
+    node.dataset.type = type;
+    turnNode(turnId).querySelector(".items").append(node);
+  }
+  return node;
+}
+
+/** The <pre> of class `name` inside an item, made if missing. */
+function textOf(node, name) {
+  let pre = node.querySelector(`pre.${name}`);
+  if (!pre) {
+    pre = el("pre", name);
+    node.append(pre);
+  }
+  return pre;
+}
+
+const json = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+
+/** Renders an item whole (replacing what deltas built), as text. */
+function renderItem(turnId, item) {
+  const node = itemNode(turnId, item.id, item.type);
+  node.dataset.type = item.type;
+  node.dataset.status = item.status || "";
+  const parts = [];
+  const label = (text) => parts.push(el("div", "label", text));
+  const pre = (name, text) => parts.push(el("pre", name, text));
+  switch (item.type) {
+    case "message":
+      label(`${item.role}${item.status && item.status !== "completed" ? ` (${item.status})` : ""}`);
+      pre("text", (item.content || []).map((c) => c.text || (c.image_url ? `[image ${c.image_url}]` : "")).join(""));
+      break;
+    case "command_execution":
+      label(`command_execution (${item.status}${item.exit_code != null ? `, exit ${item.exit_code}` : ""})`);
+      pre("command", `$ ${item.command}`);
+      pre("output", item.output || "");
+      break;
+    case "mcp_call":
+      label(`mcp_call ${item.server_label}.${item.name} (${item.status})`);
+      pre("arguments", json(item.arguments));
+      if (item.output != null) pre("output", json(item.output));
+      if (item.error != null) pre("error", json(item.error));
+      break;
+    case "function_call": {
+      const waiting = item.status === "in_progress" ? ", waiting for the client's result" : "";
+      label(`function_call ${item.name} (${item.status}${waiting}) call_id ${item.call_id}`);
+      pre("arguments", json(item.arguments));
+      break;
+    }
+    case "function_call_output":
+      label(`function_call_output ${item.call_id} (${item.status})`);
+      if (item.output != null) pre("output", json(item.output));
+      if (item.error != null) pre("error", item.error);
+      break;
+    case "reasoning":
+      label("reasoning");
+      pre("text", (item.summary || []).map((s) => s.text).join("\n"));
+      break;
+    default:
+      label(item.type);
+      pre("output", json(item));
+  }
+  node.replaceChildren(...parts);
+}
+
+// ---- input ----
+
+async function send(event) {
+  event.preventDefault();
+  if (!selected) return;
+  clearError();
+  const text = $("message").value;
+  try {
+    await api("POST", `/v1/agents/sessions/${encodeURIComponent(selected.id)}/events`, {
+      events: [
+        { type: "agent.session.input.message", input: [{ role: "user", content: [{ type: "input_text", text }] }] },
+      ],
+    });
+    $("message").value = "";
+  } catch (err) {
+    showError(err);
+  }
+}
+
+async function cancel() {
+  if (!selected) return;
+  clearError();
+  try {
+    await api("POST", `/v1/agents/sessions/${encodeURIComponent(selected.id)}/events`, {
+      events: [{ type: "agent.session.input.cancel" }],
+    });
+  } catch (err) {
+    showError(err);
+  }
+}
+
+// ---- start ----
+
+function start() {
+  $("signin").addEventListener("submit", signIn);
+  $("signout").addEventListener("click", signOut);
+  $("refresh").addEventListener("click", () => loadSessions(true).catch(showError));
+  $("more").addEventListener("click", () => loadSessions(false).catch(showError));
+  $("send").addEventListener("submit", send);
+  $("cancel").addEventListener("click", cancel);
+  if (key()) {
+    showSignedIn(true);
+    loadSessions(true).catch((err) => {
+      showError(err);
+      if (err.status === 401) signOut();
+    });
+  } else {
+    showSignedIn(false);
+  }
+}
+
+start();
