@@ -265,6 +265,7 @@ function apply(session, event, replayed) {
       break;
     case "agent.session.turn.output_text.delta": {
       const node = itemNode(event.turn_id, event.item_id, "message");
+      node.dataset.role = node.dataset.role || "assistant";
       if (replayed && node.dataset.status === "completed") break;
       textOf(node, "text").append(document.createTextNode(event.delta));
       break;
@@ -335,6 +336,7 @@ function renderItem(turnId, item) {
   const node = itemNode(turnId, item.id, item.type);
   node.dataset.type = item.type;
   node.dataset.status = item.status || "";
+  if (item.role) node.dataset.role = item.role;
   const parts = [];
   const label = (text) => parts.push(el("div", "label", text));
   const pre = (name, text) => parts.push(el("pre", name, text));

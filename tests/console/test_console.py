@@ -1,0 +1,147 @@
+"""The web console in a real browser (headless Chromium): sign-in, sessions,
+a turn streaming live into the open session, cancel, safe rendering of model
+output, and a clear 403 for a key that may not write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+from conftest import Api, Model
+
+WAIT = 20
+
+
+def sign_in(browser, url: str, key: str) -> None:
+    browser.get(f"{url}/")  # redirects to /console/
+    wait(browser, lambda b: b.current_url == f"{url}/console/" and b.find_element(By.ID, "key").is_displayed())
+    browser.find_element(By.ID, "key").send_keys(key)
+    browser.find_element(By.ID, "signin-button").click()
+    wait(browser, lambda b: b.find_element(By.ID, "console").is_displayed())
+
+
+def wait(browser, condition, timeout: float = WAIT):
+    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(condition)
+
+
+def open_session(browser, session_id: str) -> None:
+    button = f'#sessions button[data-session-id="{session_id}"]'
+    wait(browser, lambda b: b.find_elements(By.CSS_SELECTOR, button))
+    browser.find_element(By.CSS_SELECTOR, button).click()
+    wait(browser, lambda b: b.find_element(By.ID, "session-title").text == session_id)
+    wait(browser, lambda b: b.find_element(By.ID, "stream-status").text == "live")
+
+
+def turn_status(browser, turn_id: str) -> str:
+    found = browser.find_elements(By.CSS_SELECTOR, f'.turn[data-turn-id="{turn_id}"] .turn-status')
+    return found[0].text if found else ""
+
+
+def assistant_text(browser, turn_id: str) -> str:
+    found = browser.find_elements(By.CSS_SELECTOR, f'.turn[data-turn-id="{turn_id}"] .item[data-type="message"][data-role="assistant"] pre.text')
+    return "".join(f.text for f in found)
+
+
+def error_text(browser) -> str:
+    area = browser.find_element(By.ID, "error")
+    return area.text if area.is_displayed() else ""
+
+
+def test_sign_in_lists_the_sessions_newest_first(browser, url: str, org: tuple[str, Api], tmp_path: Path):
+    _, api = org
+    older, newer = api.session(), api.session()
+    sign_in(browser, url, api.key)
+    rows = [b.get_attribute("data-session-id") for b in browser.find_elements(By.CSS_SELECTOR, "#sessions button")]
+    assert rows == [newer["id"], older["id"]]
+    assert browser.execute_script("return sessionStorage.getItem('rebyte.key')") == api.key
+    assert api.key not in browser.current_url
+    assert browser.get_cookies() == []
+    browser.save_screenshot(str(tmp_path / "signed-in.png"))
+
+
+def test_a_wrong_key_is_refused_with_the_servers_error(browser, url: str, tmp_path: Path):
+    browser.get(f"{url}/console/")
+    wait(browser, lambda b: b.find_element(By.ID, "key").is_displayed())
+    browser.find_element(By.ID, "key").send_keys("rbk_" + "x" * 40)
+    browser.find_element(By.ID, "signin-button").click()
+    wait(browser, lambda b: error_text(b).startswith("401 "))
+    assert browser.find_element(By.ID, "signin").is_displayed()
+    assert browser.execute_script("return sessionStorage.getItem('rebyte.key')") is None
+    browser.save_screenshot(str(tmp_path / "refused.png"))
+
+
+def test_a_turn_started_through_the_api_streams_into_the_open_session(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    session = api.session()
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    text = "The console shows this answer as it streams, word by word."
+    model.script({"type": "reply", "text": text, "chunks": 8, "chunk_delay_ms": 300})
+    turn_id = api.send(session["id"], "Hello")
+    # Part of the answer is on screen while the turn still runs.
+    wait(browser, lambda b: 0 < len(assistant_text(b, turn_id)) < len(text) and turn_status(b, turn_id) == "in_progress")
+    browser.save_screenshot(str(tmp_path / "streaming.png"))
+    wait(browser, lambda b: turn_status(b, turn_id) == "completed")
+    assert assistant_text(browser, turn_id) == text
+    browser.save_screenshot(str(tmp_path / "completed.png"))
+
+
+def test_cancel_from_the_console_ends_the_running_turn(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    session = api.session()
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    model.script({"type": "reply", "text": "a b c d e f g h i j k l m n o p", "chunks": 16, "chunk_delay_ms": 1000})
+    turn_id = api.send(session["id"], "Take your time")
+    wait(browser, lambda b: turn_status(b, turn_id) == "in_progress")
+    browser.find_element(By.ID, "cancel").click()
+    wait(browser, lambda b: turn_status(b, turn_id) == "cancelled")
+    assert api.turn(session["id"], turn_id)["status"] == "cancelled"
+    assert error_text(browser) == ""
+    browser.save_screenshot(str(tmp_path / "cancelled.png"))
+
+
+def test_markup_in_model_output_is_shown_as_text_and_never_runs(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    session = api.session()
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    payload = "<img src=x onerror=window.pwned=1> <script>window.pwned=2</script>"
+    model.script({"type": "reply", "text": payload, "chunks": 3})
+    turn_id = api.send(session["id"], "Say something dangerous")
+    wait(browser, lambda b: turn_status(b, turn_id) == "completed")
+    assert assistant_text(browser, turn_id) == payload
+    assert browser.find_elements(By.CSS_SELECTOR, "#turns img, #turns script") == []
+    assert browser.execute_script("return typeof window.pwned") == "undefined"
+    # Reopened from the stored items (not the stream), still text.
+    browser.refresh()
+    wait(browser, lambda b: b.find_element(By.ID, "console").is_displayed())
+    open_session(browser, session["id"])
+    wait(browser, lambda b: assistant_text(b, turn_id) == payload)
+    assert browser.execute_script("return typeof window.pwned") == "undefined"
+    browser.save_screenshot(str(tmp_path / "as-text.png"))
+
+
+def test_a_key_without_tasks_write_sees_a_403_when_sending(
+    browser, url: str, admin: Api, org: tuple[str, Api], tmp_path: Path
+):
+    org_id, api = org
+    session = api.session()
+    reader = admin.key_of(org_id, ["tasks:read"])
+    sign_in(browser, url, reader.key)
+    open_session(browser, session["id"])
+    browser.find_element(By.ID, "message").send_keys("May I?")
+    browser.find_element(By.ID, "send-button").click()
+    wait(browser, lambda b: error_text(b).startswith("403 permission_error: "))
+    assert "tasks:write" in error_text(browser)
+    status, turns = api.call("GET", f"/v1/agents/sessions/{session['id']}/turns")
+    assert status == 200 and turns["data"] == [], "nothing was sent"
+    browser.save_screenshot(str(tmp_path / "forbidden.png"))
