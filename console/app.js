@@ -256,6 +256,10 @@ function apply(session, event, replayed) {
   const type = event.type || "";
   if (event.session && event.session.status && type.startsWith("agent.session.") && !type.includes(".turn.")) {
     setSessionStatus(event.session.status);
+    // A turn that waits for a client's result says so on the session, not in
+    // an event of its own: read those turns again.
+    const waiting = new Set((event.session.required_actions || []).map((a) => a.turn_id).filter(Boolean));
+    for (const turnId of waiting) refreshTurn(session, turnId);
   }
   if (event.turn && type.startsWith("agent.session.turn.")) renderTurn(event.turn);
   switch (type) {
@@ -281,6 +285,18 @@ function apply(session, event, replayed) {
       break;
     default:
       break;
+  }
+}
+
+async function refreshTurn(session, turnId) {
+  try {
+    const path = `/v1/agents/sessions/${encodeURIComponent(session.id)}/turns/${encodeURIComponent(turnId)}`;
+    const before = turnNode(turnId).dataset.status;
+    const turn = await api("GET", path);
+    // An event that came meanwhile is newer than this answer.
+    if (selected === session && turnNode(turnId).dataset.status === before) renderTurn(turn);
+  } catch (err) {
+    showError(err);
   }
 }
 

@@ -106,8 +106,10 @@ class Api:
         assert 200 <= status < 300, f"{method} {path}: {status} {answer}"
         return answer
 
-    def session(self) -> dict:
-        return self.ok("POST", "/v1/agents/sessions", {"environment": {"type": "none"}, "agent": {"model": "gpt-test"}})
+    def session(self, **agent: Any) -> dict:
+        """A session with no environment; `agent` adds to its inline agent (`tools=[…]`)."""
+        body = {"environment": {"type": "none"}, "agent": {"model": "gpt-test", **agent}}
+        return self.ok("POST", "/v1/agents/sessions", body)
 
     def send(self, session_id: str, text: str) -> str:
         """Submits a user message; the id of the turn it created."""

@@ -145,3 +145,42 @@ def test_a_key_without_tasks_write_sees_a_403_when_sending(
     status, turns = api.call("GET", f"/v1/agents/sessions/{session['id']}/turns")
     assert status == 200 and turns["data"] == [], "nothing was sent"
     browser.save_screenshot(str(tmp_path / "forbidden.png"))
+
+
+NOW_TOOL = {
+    "type": "function",
+    "name": "now",
+    "description": "The current time",
+    "parameters": {"type": "object", "properties": {}},
+}
+
+
+def test_a_client_function_call_shows_as_waiting_for_its_result(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    session = api.session(tools=[NOW_TOOL])
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    model.script({"type": "reply", "text": "Let me check.", "tool_calls": [{"id": "call_now_1", "name": "now", "arguments": {}}]})
+    turn_id = api.send(session["id"], "What time is it?")
+    call = f'.turn[data-turn-id="{turn_id}"] .item[data-type="function_call"] .label'
+    wait(browser, lambda b: turn_status(b, turn_id) == "waiting")
+    wait(browser, lambda b: "waiting for the client's result" in "".join(e.text for e in b.find_elements(By.CSS_SELECTOR, call)))
+    assert "function_call now" in browser.find_element(By.CSS_SELECTOR, call).text
+    assert browser.find_element(By.ID, "session-status").text == "requires_action"
+    browser.save_screenshot(str(tmp_path / "waiting.png"))
+
+
+def test_a_failed_turn_shows_its_error(browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path):
+    _, api = org
+    session = api.session()
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    model.script({"type": "error", "status": 400, "body": '{"error":{"message":"bad <b>things</b>"}}'})
+    turn_id = api.send(session["id"], "hi")
+    wait(browser, lambda b: turn_status(b, turn_id) == "failed")
+    error = browser.find_element(By.CSS_SELECTOR, f'.turn[data-turn-id="{turn_id}"] .turn-error')
+    assert error.text.startswith("invalid_request: model 'gpt-test' failed: "), error.text
+    assert "bad <b>things</b>" in error.text, "shown as text"
+    browser.save_screenshot(str(tmp_path / "failed.png"))
