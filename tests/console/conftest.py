@@ -106,9 +106,9 @@ class Api:
         assert 200 <= status < 300, f"{method} {path}: {status} {answer}"
         return answer
 
-    def session(self, **agent: Any) -> dict:
-        """A session with no environment; `agent` adds to its inline agent (`tools=[…]`)."""
-        body = {"environment": {"type": "none"}, "agent": {"model": "gpt-test", **agent}}
+    def session(self, environment: dict | None = None, **agent: Any) -> dict:
+        """A session (with no environment unless given); `agent` adds to its inline agent (`tools=[…]`)."""
+        body = {"environment": environment or {"type": "none"}, "agent": {"model": "gpt-test", **agent}}
         return self.ok("POST", "/v1/agents/sessions", body)
 
     def send(self, session_id: str, text: str) -> str:

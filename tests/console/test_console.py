@@ -184,3 +184,28 @@ def test_a_failed_turn_shows_its_error(browser, url: str, model: Model, org: tup
     assert error.text.startswith("invalid_request: model 'gpt-test' failed: "), error.text
     assert "bad <b>things</b>" in error.text, "shown as text"
     browser.save_screenshot(str(tmp_path / "failed.png"))
+
+
+def test_a_commands_output_grows_as_it_runs(browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path):
+    _, api = org
+    session = api.session({"type": "openai_hosted"})
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    command = "echo one; sleep 1; echo two; sleep 1; echo '<b>three</b>'"
+    model.script(
+        {"type": "reply", "text": "", "tool_calls": [{"name": "shell", "arguments": {"command": command}}]},
+        {"type": "reply", "text": "done"},
+    )
+    turn_id = api.send(session["id"], "run it")
+    output = f'.turn[data-turn-id="{turn_id}"] .item[data-type="command_execution"] pre.output'
+
+    def shown(b) -> str:
+        return "".join(e.text for e in b.find_elements(By.CSS_SELECTOR, output))
+
+    wait(browser, lambda b: "one" in shown(b) and "three" not in shown(b), timeout=60)
+    browser.save_screenshot(str(tmp_path / "running.png"))
+    wait(browser, lambda b: turn_status(b, turn_id) == "completed", timeout=60)
+    assert shown(browser) == "one\ntwo\n<b>three</b>"
+    command_line = browser.find_element(By.CSS_SELECTOR, f'.turn[data-turn-id="{turn_id}"] pre.command').text
+    assert command_line == f"$ {command}"
+    browser.save_screenshot(str(tmp_path / "completed.png"))
