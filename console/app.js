@@ -140,7 +140,7 @@ function closeSession() {
 async function openSession(id) {
   clearError();
   closeSession();
-  const session = { id, controller: new AbortController(), lastEventId: null, loaded: false, buffer: [] };
+  const session = { id, controller: new AbortController(), lastEventId: null, loaded: false, buffer: [], connected: false };
   selected = session;
   for (const b of document.querySelectorAll("#sessions button")) {
     b.classList.toggle("selected", b.dataset.sessionId === id);
@@ -149,19 +149,28 @@ async function openSession(id) {
   $("session").hidden = false;
   // Subscribe first, then read the history: nothing between the two is lost
   // (events that arrive meanwhile wait in the buffer).
-  const opened = stream(session);
-  await opened;
-  const [info, turns, items] = await Promise.all([
-    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}`),
-    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}/turns?order=asc&limit=100`),
-    api("GET", `/v1/agents/sessions/${encodeURIComponent(id)}/items?order=asc&limit=100`),
-  ]);
-  if (selected !== session) return;
-  setSessionStatus(info.status);
-  for (const turn of turns.data) renderTurn(turn);
-  for (const item of items.data) renderItem(item.turn_id, item);
-  session.loaded = true;
-  for (const event of session.buffer.splice(0)) apply(session, event, true);
+  await stream(session);
+  await loadHistory(session);
+}
+
+/** Reads the session, its turns and items, then applies the events buffered meanwhile. */
+async function loadHistory(session) {
+  session.loaded = false;
+  const base = `/v1/agents/sessions/${encodeURIComponent(session.id)}`;
+  try {
+    const [info, turns, items] = await Promise.all([
+      api("GET", base),
+      api("GET", `${base}/turns?order=asc&limit=100`),
+      api("GET", `${base}/items?order=asc&limit=100`),
+    ]);
+    if (selected !== session) return;
+    setSessionStatus(info.status);
+    for (const turn of turns.data) renderTurn(turn);
+    for (const item of items.data) renderItem(item.turn_id, item);
+  } finally {
+    session.loaded = true;
+    for (const event of session.buffer.splice(0)) apply(session, event, true);
+  }
 }
 
 /**
@@ -187,6 +196,10 @@ function stream(session) {
           throw new ApiError(resp.status, body);
         }
         $("stream-status").textContent = "live";
+        // Back after a drop without an event id to resume from: what happened
+        // meanwhile is read from the stored history instead.
+        if (session.connected && !session.lastEventId) loadHistory(session).catch(showError);
+        session.connected = true;
         ready();
         delay = 500;
         await readFrames(resp.body, (frame) => onFrame(session, frame));

@@ -150,18 +150,25 @@ class Model:
         self._post("/_reset")
 
 
+BIN_DIR = Path(os.environ.get("REBYTE_BIN", REPO_ROOT / "target" / "debug" / "rebyte")).parent
+
+
+def serve(model_url: str, data_dir: Path, key: str, listen: str = "127.0.0.1:0") -> Process:
+    """`rebyte serve` on `data_dir`, its models at the scripted server, `key` its bootstrap key."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REBYTE_")}
+    env.update({"OPENAI_BASE_URL": f"{model_url}/v1", "OPENAI_API_KEY": "test", "REBYTE_BOOTSTRAP_KEY": key})
+    argv = [str(BIN_DIR / "rebyte"), "serve", "--listen", listen, "--data-dir", str(data_dir)]
+    return Process(argv, "rebyte listening on", env, data_dir.parent / f"server-{secrets.token_hex(4)}.log")
+
+
 @pytest.fixture(scope="session")
 def stack() -> Iterator[tuple[Model, str, str]]:
     """(the scripted model, the server's base URL, its bootstrap key)."""
-    bin_dir = Path(os.environ.get("REBYTE_BIN", REPO_ROOT / "target" / "debug" / "rebyte")).parent
     work = Path(tempfile.mkdtemp(prefix="rebyte-console-"))
-    model = Process([str(bin_dir / "scripted-model"), "--listen", "127.0.0.1:0"], "scripted model listening on", dict(os.environ), work / "model.log")
+    model = Process([str(BIN_DIR / "scripted-model"), "--listen", "127.0.0.1:0"], "scripted model listening on", dict(os.environ), work / "model.log")
     key = new_key()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("REBYTE_")}
-    env.update({"OPENAI_BASE_URL": f"{model.url}/v1", "OPENAI_API_KEY": "test", "REBYTE_BOOTSTRAP_KEY": key})
-    argv = [str(bin_dir / "rebyte"), "serve", "--listen", "127.0.0.1:0", "--data-dir", str(work / "data")]
     try:
-        server = Process(argv, "rebyte listening on", env, work / "server.log")
+        server = serve(model.url, work / "data", key)
     except Exception:
         model.stop()
         raise

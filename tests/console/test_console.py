@@ -209,3 +209,48 @@ def test_a_commands_output_grows_as_it_runs(browser, url: str, model: Model, org
     command_line = browser.find_element(By.CSS_SELECTOR, f'.turn[data-turn-id="{turn_id}"] pre.command').text
     assert command_line == f"$ {command}"
     browser.save_screenshot(str(tmp_path / "completed.png"))
+
+
+def test_the_event_stream_reconnects_after_the_server_restarts(
+    browser, model: Model, tmp_path: Path
+):
+    """The page reconnects with Last-Event-ID: a turn that ran while it was
+    away (the server back on the same address) still appears, whole."""
+    import socket
+
+    from conftest import new_key, serve
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    key, data = new_key(), tmp_path / "data"
+    server = serve(model.url, data, key, listen=f"127.0.0.1:{port}")
+    try:
+        api = Api(server.url, key)
+        session = api.session()
+        sign_in(browser, server.url, key)
+        open_session(browser, session["id"])
+        server.proc.kill()  # a crash: the page's stream just drops
+        server.stop()
+        wait(browser, lambda b: b.find_element(By.ID, "stream-status").text == "reconnecting…")
+        server = serve(model.url, data, key, listen=f"127.0.0.1:{port}")
+        model.script({"type": "reply", "text": "Said while you were away."})
+        turn_id = api.send(session["id"], "hello again")
+        assert api.turn(session["id"], turn_id)["status"] in ("queued", "in_progress", "completed")
+        wait(browser, lambda b: turn_status(b, turn_id) == "completed", timeout=30)
+        assert assistant_text(browser, turn_id) == "Said while you were away."
+        wait(browser, lambda b: b.find_element(By.ID, "stream-status").text == "live")
+        browser.save_screenshot(str(tmp_path / "reconnected.png"))
+        # Now the page has seen events: it resumes after the last one (Last-Event-ID).
+        server.proc.kill()
+        server.stop()
+        wait(browser, lambda b: b.find_element(By.ID, "stream-status").text == "reconnecting…")
+        server = serve(model.url, data, key, listen=f"127.0.0.1:{port}")
+        model.script({"type": "reply", "text": "And once more."})
+        second = api.send(session["id"], "and again")
+        wait(browser, lambda b: turn_status(b, second) == "completed", timeout=30)
+        assert assistant_text(browser, second) == "And once more."
+        assert assistant_text(browser, turn_id) == "Said while you were away.", "each text once"
+        browser.save_screenshot(str(tmp_path / "resumed.png"))
+    finally:
+        server.stop()
