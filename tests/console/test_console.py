@@ -254,3 +254,18 @@ def test_the_event_stream_reconnects_after_the_server_restarts(
         browser.save_screenshot(str(tmp_path / "resumed.png"))
     finally:
         server.stop()
+
+
+def test_more_shows_the_next_page_of_sessions(browser, url: str, org: tuple[str, Api], tmp_path: Path):
+    _, api = org
+    ids = [api.session()["id"] for _ in range(21)]
+    sign_in(browser, url, api.key)
+    rows = lambda b: [e.get_attribute("data-session-id") for e in b.find_elements(By.CSS_SELECTOR, "#sessions button")]  # noqa: E731
+    assert rows(browser) == ids[::-1][:20], "a page of 20, newest first"
+    more = browser.find_element(By.ID, "more")
+    assert more.is_displayed()
+    more.click()
+    wait(browser, lambda b: len(rows(b)) == 21)
+    assert rows(browser) == ids[::-1]
+    assert not browser.find_element(By.ID, "more").is_displayed()
+    browser.save_screenshot(str(tmp_path / "more.png"))
