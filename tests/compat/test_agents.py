@@ -115,6 +115,7 @@ def test_mcp_tools_show_their_resolved_settings_without_secrets(client):
             "request_metadata": {},
             "required": False,
             "require_approval": "never",
+            "call_timeout_ms": 60000,
         },
         {
             "type": "mcp",
@@ -126,6 +127,7 @@ def test_mcp_tools_show_their_resolved_settings_without_secrets(client):
             "request_metadata": {"tenant": "a"},
             "required": True,
             "require_approval": {"always": {"tool_names": ["write"]}},
+            "call_timeout_ms": 60000,
         },
     ]
 

@@ -66,6 +66,26 @@ def test_shuts_down_gracefully_and_keeps_everything_across_a_restart(own_server,
         assert conforms(c.conversations.retrieve(conv["id"])) == conv
 
 
+def test_open_event_streams_do_not_hold_up_a_graceful_shutdown(own_server):
+    """Issue 17 ("a stuck server"): a client holding a session's standing
+    event stream open must not keep SIGTERM from stopping the server (axum's
+    graceful shutdown waits for open connections; the streams end first)."""
+    import time
+
+    srv = own_server(bootstrap_key=new_key())
+    with srv.client() as c:
+        session = c.beta.agents.sessions.create(environment={"type": "none"}, agent={"model": "gpt-test"})
+        with c.beta.agents.sessions.events.stream(session.id, timeout=30) as stream:
+            began = time.monotonic()
+            assert srv.stop(signal.SIGTERM) == 0, "the server was killed after not stopping on SIGTERM"
+            assert time.monotonic() - began < 10
+            try:
+                for _ in stream:
+                    pass
+            except openai.APIError:
+                pass  # the stream ended with the connection, as it should
+
+
 def test_the_body_limit_flag_sets_the_413_threshold(own_server):
     srv = own_server(bootstrap_key=new_key(), extra_args=["--body-limit", "4096"])
     with srv.client() as c:

@@ -299,6 +299,11 @@ pub async fn serve(
         config.advertise = Some(format!("http://{addr}"));
     }
     let state = start(&config).await?;
+    let stop_streams = state.shutdown.clone();
+    let shutdown = async move {
+        shutdown.await;
+        stop_streams.cancel();
+    };
     let engine = state.app.engine.clone();
     let cluster = state.cluster.clone();
     let app = router(state, config.body_limit);

@@ -134,8 +134,14 @@ fn frame(event: &Event) -> SseEvent {
     frame
 }
 
-/// The SSE response for a session's events from `source`, ending as `until` says.
-pub fn events(source: EventSource, until: Until) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+/// The SSE response for a session's events from `source`, ending as `until`
+/// says, or without `[DONE]` when `stop` is cancelled (the server shuts down;
+/// the client reconnects with `Last-Event-ID`).
+pub fn events(
+    source: EventSource,
+    until: Until,
+    stop: tokio_util::sync::CancellationToken,
+) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let state = State { source, until, turn_ended: false, done: false };
     let body = stream::unfold(state, |mut state| async move {
         if state.done {
@@ -146,5 +152,5 @@ pub fn events(source: EventSource, until: Until) -> Sse<impl Stream<Item = Resul
         Some((Ok::<_, Infallible>(frame(&event)), state))
     });
     let finite = body.chain(stream::once(async { Ok(SseEvent::default().data("[DONE]")) }));
-    Sse::new(finite).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+    Sse::new(finite.take_until(stop.cancelled_owned())).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
 }

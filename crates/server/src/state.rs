@@ -14,10 +14,20 @@ pub struct AppState {
     pub cluster: Option<Arc<store::Cluster>>,
     /// How this node signs and checks requests between nodes (in a cluster).
     pub peers: Option<Arc<crate::forward::Peers>>,
+    /// Cancelled when the server begins to shut down: event streams end, so
+    /// the graceful shutdown does not wait for clients that never hang up.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 impl AppState {
     pub fn new(app: app::App, work: Arc<telemetry::Metrics>) -> Self {
-        Self { app, keys: Arc::default(), metrics: Arc::new(Metrics::new(work)), cluster: None, peers: None }
+        Self {
+            app,
+            keys: Arc::default(),
+            metrics: Arc::new(Metrics::new(work)),
+            cluster: None,
+            peers: None,
+            shutdown: Default::default(),
+        }
     }
 }

@@ -47,5 +47,6 @@ pub async fn stream(
     let session = state.app.sessions(&auth.org_id).get(extract::session_id(&id)?).await?;
     let after = last_event_id(&headers)?;
     let from = state.app.engine.subscribe_now(session.id).await?;
-    Ok(sse::events(sse::EventSource::new(&state.app, session.id, from, after), Until::Forever).into_response())
+    Ok(sse::events(sse::EventSource::new(&state.app, session.id, from, after), Until::Forever, state.shutdown.clone())
+        .into_response())
 }

@@ -22,7 +22,7 @@ pub async fn create(State(state): State<AppState>, auth: Auth, Json(req): Json<S
     match (created.events, created.turn) {
         (Some(rx), Some(turn)) => {
             let source = sse::EventSource::new(&state.app, created.session.id, rx, None);
-            Ok(sse::events(source, Until::TurnEnds(turn.id)).into_response())
+            Ok(sse::events(source, Until::TurnEnds(turn.id), state.shutdown.clone()).into_response())
         }
         _ => {
             let record = sessions.get(created.session.id).await?;

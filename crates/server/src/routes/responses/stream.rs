@@ -186,6 +186,7 @@ pub async fn respond(
             (EventSource::new(&state.app, session.id, live, Some(after)), starting_after)
         }
     };
+    let stop = state.shutdown.clone();
     let translator = Translator {
         state,
         auth,
@@ -204,5 +205,7 @@ pub async fn respond(
         let kind = event["type"].as_str().unwrap_or_default().to_string();
         Some((Ok::<_, Infallible>(SseEvent::default().event(kind).data(event.to_string())), t))
     });
+    // Ends (the client may retrieve the response) when the server shuts down.
+    let body = body.take_until(stop.cancelled_owned());
     Ok(Sse::new(body.boxed()).keep_alive(KeepAlive::new().interval(Duration::from_secs(15))))
 }
