@@ -73,7 +73,11 @@ async fn main() {
         tick.tick().await;
         let sid = &sessions[(sent as usize) % SESSIONS];
         let (status, _) = post(&http, &format!("{base}/v1/agents/sessions/{sid}/events"), input.clone()).await;
-        if status == 202 { sent += 1 } else { refused += 1 }
+        if status == 202 {
+            sent += 1
+        } else {
+            refused += 1
+        }
         if began.elapsed() >= next_sample {
             samples.push((began.elapsed().as_secs(), rss_kib(pid)));
             next_sample += Duration::from_secs(10);
