@@ -1,10 +1,13 @@
 //! Soak benchmark (issue 17, item 9): a release `rebyte serve` under a steady
-//! load — 20 sessions on 4 shared environments, 4 turns a second in all, each
-//! turn one shell command in the sandbox and one reply from the scripted model
-//! — for 30 minutes (`BENCH_SOAK_SECS`), sampling the server's RSS every 10 s.
-//! It prints the RSS after warm-up (the first sixth), at the half and at the
-//! end, the growth over the second half, and how the turns ended (a turn
-//! still queued behind its session's previous one counts when it ends).
+//! load — 20 sessions at a time on 4 shared environments, 4 turns a second in
+//! all, each turn one shell command in the sandbox and one reply from the
+//! scripted model — for 30 minutes (`BENCH_SOAK_SECS`), sampling the server's
+//! RSS every 10 s. Each session is deleted and replaced after
+//! `BENCH_SOAK_TURNS` turns (default 20; 0 keeps the same 20 sessions, whose
+//! histories then grow without end), so the working set stays the same size
+//! and what grows is what the server fails to let go of. It prints the RSS
+//! after warm-up (the first sixth), at the half and at the end, the growth
+//! over the second half, and how the turns ended.
 //!
 //! Run: `cargo bench -p rebyte --bench soak` (`BENCH_SOAK_SECS=300` for a short one).
 
@@ -37,6 +40,23 @@ async fn get(http: &reqwest::Client, url: &str) -> Value {
     serde_json::from_str(&r.text().await.unwrap()).unwrap_or(Value::Null)
 }
 
+/// Adds how the turns of session `sid` ended to `ended`.
+async fn tally(http: &reqwest::Client, base: &str, sid: &str, ended: &mut std::collections::BTreeMap<String, u64>) {
+    let mut after: Option<String> = None;
+    loop {
+        let cursor = after.as_ref().map(|a| format!("&after={a}")).unwrap_or_default();
+        let page = get(http, &format!("{base}/v1/agents/sessions/{sid}/turns?limit=100{cursor}")).await;
+        let data = page["data"].as_array().cloned().unwrap_or_default();
+        for t in &data {
+            *ended.entry(t["status"].as_str().unwrap_or("?").to_string()).or_default() += 1;
+        }
+        if page["has_more"] != true || data.is_empty() {
+            return;
+        }
+        after = data.last().and_then(|t| t["id"].as_str()).map(str::to_string);
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let secs: u64 = std::env::var("BENCH_SOAK_SECS").ok().and_then(|s| s.parse().ok()).unwrap_or(1800);
@@ -55,13 +75,22 @@ async fn main() {
                 .await;
         envs.push(env["id"].as_str().unwrap().to_string());
     }
+    let per_session: u64 = std::env::var("BENCH_SOAK_TURNS").ok().and_then(|s| s.parse().ok()).unwrap_or(20);
+    let new_session = |slot: usize| {
+        let (http, base, env) = (http.clone(), base.clone(), envs[slot % ENVIRONMENTS].clone());
+        async move {
+            let body = json!({"agent": {"model": "soak-model"},
+                              "environment": {"type": "reference", "environment_id": env}});
+            let (_, s) = post(&http, &format!("{base}/v1/agents/sessions"), body).await;
+            s["id"].as_str().unwrap().to_string()
+        }
+    };
     let mut sessions = Vec::new();
     for i in 0..SESSIONS {
-        let body = json!({"agent": {"model": "soak-model"},
-                          "environment": {"type": "reference", "environment_id": envs[i % ENVIRONMENTS]}});
-        let (_, s) = post(&http, &format!("{base}/v1/agents/sessions"), body).await;
-        sessions.push(s["id"].as_str().unwrap().to_string());
+        sessions.push((new_session(i).await, 0u64));
     }
+    let mut ended = std::collections::BTreeMap::<String, u64>::new();
+    let mut replaced = 0u64;
     let input = json!({"events": [{"type": "agent.session.input.message",
         "input": [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}]}]});
     let began = Instant::now();
@@ -71,7 +100,17 @@ async fn main() {
     let mut next_sample = Duration::ZERO;
     while began.elapsed() < Duration::from_secs(secs) {
         tick.tick().await;
-        let sid = &sessions[(sent as usize) % SESSIONS];
+        let slot = ((sent + refused) as usize) % SESSIONS;
+        if per_session > 0 && sessions[slot].1 >= per_session {
+            // Its last turn ended a round ago: count how its turns ended, then replace it.
+            tally(&http, &base, &sessions[slot].0, &mut ended).await;
+            let r = http.delete(format!("{base}/v1/agents/sessions/{}", sessions[slot].0)).bearer_auth(common::KEY);
+            r.send().await.unwrap();
+            sessions[slot] = (new_session(slot).await, 0);
+            replaced += 1;
+        }
+        sessions[slot].1 += 1;
+        let sid = &sessions[slot].0;
         let (status, _) = post(&http, &format!("{base}/v1/agents/sessions/{sid}/events"), input.clone()).await;
         if status == 202 {
             sent += 1
@@ -86,21 +125,8 @@ async fn main() {
     // Let the last turns end, then count how every turn ended.
     tokio::time::sleep(Duration::from_secs(5)).await;
     samples.push((began.elapsed().as_secs(), rss_kib(pid)));
-    let mut ended = std::collections::BTreeMap::<String, u64>::new();
-    for sid in &sessions {
-        let mut after: Option<String> = None;
-        loop {
-            let cursor = after.as_ref().map(|a| format!("&after={a}")).unwrap_or_default();
-            let page = get(&http, &format!("{base}/v1/agents/sessions/{sid}/turns?limit=100{cursor}")).await;
-            let data = page["data"].as_array().cloned().unwrap_or_default();
-            for t in &data {
-                *ended.entry(t["status"].as_str().unwrap_or("?").to_string()).or_default() += 1;
-            }
-            if page["has_more"] != true || data.is_empty() {
-                break;
-            }
-            after = data.last().and_then(|t| t["id"].as_str()).map(str::to_string);
-        }
+    for (sid, _) in &sessions {
+        tally(&http, &base, sid, &mut ended).await;
     }
     let at = |frac: f64| {
         let want = (secs as f64 * frac) as u64;
@@ -112,6 +138,7 @@ async fn main() {
     println!("| what | value |");
     println!("| --- | --- |");
     println!("| inputs accepted / refused | {sent} / {refused} |");
+    println!("| sessions replaced (every {per_session} turns) | {replaced} |");
     println!("| turns by status | {ended:?} |");
     println!("| RSS after warm-up ({} s) | {:.1} MiB |", secs / 6, warm as f64 / 1024.0);
     println!("| RSS at half time | {:.1} MiB |", half as f64 / 1024.0);
