@@ -133,6 +133,7 @@ function setSessionStatus(status) {
 function closeSession() {
   if (selected) selected.controller.abort();
   selected = null;
+  disarmDelete();
   $("session").hidden = true;
   $("turns").replaceChildren();
 }
@@ -438,6 +439,40 @@ async function cancel() {
   }
 }
 
+/**
+ * Deletes the open session: the first click asks (the button turns into
+ * "Confirm delete" for a few seconds), the second deletes it.
+ */
+async function deleteSession() {
+  if (!selected) return;
+  const button = $("delete");
+  if (button.dataset.armed !== "true") {
+    button.dataset.armed = "true";
+    button.textContent = "Confirm delete";
+    const session = selected;
+    setTimeout(() => {
+      if (selected === session) disarmDelete();
+    }, 5000);
+    return;
+  }
+  clearError();
+  const id = selected.id;
+  disarmDelete();
+  try {
+    await api("DELETE", `/v1/agents/sessions/${encodeURIComponent(id)}`);
+    closeSession();
+    await loadSessions(true);
+  } catch (err) {
+    showError(err);
+  }
+}
+
+function disarmDelete() {
+  const button = $("delete");
+  button.dataset.armed = "false";
+  button.textContent = "Delete";
+}
+
 // ---- start ----
 
 function start() {
@@ -447,6 +482,7 @@ function start() {
   $("more").addEventListener("click", () => loadSessions(false).catch(showError));
   $("send").addEventListener("submit", send);
   $("cancel").addEventListener("click", cancel);
+  $("delete").addEventListener("click", deleteSession);
   if (key()) {
     showSignedIn(true);
     loadSessions(true).catch((err) => {

@@ -269,3 +269,21 @@ def test_more_shows_the_next_page_of_sessions(browser, url: str, org: tuple[str,
     assert rows(browser) == ids[::-1]
     assert not browser.find_element(By.ID, "more").is_displayed()
     browser.save_screenshot(str(tmp_path / "more.png"))
+
+
+def test_delete_asks_then_removes_the_session(browser, url: str, org: tuple[str, Api], tmp_path: Path):
+    _, api = org
+    keep, doomed = api.session(), api.session()
+    sign_in(browser, url, api.key)
+    open_session(browser, doomed["id"])
+    button = browser.find_element(By.ID, "delete")
+    button.click()
+    wait(browser, lambda b: b.find_element(By.ID, "delete").text == "Confirm delete")
+    assert api.call("GET", f"/v1/agents/sessions/{doomed['id']}")[0] == 200, "one click only asks"
+    browser.save_screenshot(str(tmp_path / "confirm.png"))
+    browser.find_element(By.ID, "delete").click()
+    rows = lambda b: [e.get_attribute("data-session-id") for e in b.find_elements(By.CSS_SELECTOR, "#sessions button")]  # noqa: E731
+    wait(browser, lambda b: not b.find_element(By.ID, "session").is_displayed() and rows(b) == [keep["id"]])
+    assert api.call("GET", f"/v1/agents/sessions/{doomed['id']}")[0] == 404
+    assert error_text(browser) == ""
+    browser.save_screenshot(str(tmp_path / "deleted.png"))
