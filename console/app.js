@@ -390,6 +390,7 @@ function renderItem(turnId, item) {
       const waiting = item.status === "in_progress" ? ", waiting for the client's result" : "";
       label(`function_call ${item.name} (${item.status}${waiting}) call_id ${item.call_id}`);
       pre("arguments", json(item.arguments));
+      if (waiting) parts.push(resultForm(item.turn_id || turnId, item.call_id));
       break;
     }
     case "function_call_output":
@@ -406,6 +407,33 @@ function renderItem(turnId, item) {
       pre("output", json(item));
   }
   node.replaceChildren(...parts);
+}
+
+/** A text box and "Send result" answering a client function call the turn waits for. */
+function resultForm(turnId, callId) {
+  const form = el("form", "tool-result");
+  const input = el("input");
+  input.type = "text";
+  input.name = "output";
+  input.placeholder = "The function's result";
+  const button = el("button", "", "Send result");
+  button.type = "submit";
+  form.append(input, button);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if (!selected) return;
+    clearError();
+    button.disabled = true;
+    try {
+      await api("POST", `/v1/agents/sessions/${encodeURIComponent(selected.id)}/events`, {
+        events: [{ type: "agent.session.input.tool_result", turn_id: turnId, call_id: callId, success: true, output: input.value }],
+      });
+    } catch (err) {
+      button.disabled = false;
+      showError(err);
+    }
+  });
+  return form;
 }
 
 // ---- input ----

@@ -287,3 +287,30 @@ def test_delete_asks_then_removes_the_session(browser, url: str, org: tuple[str,
     assert api.call("GET", f"/v1/agents/sessions/{doomed['id']}")[0] == 404
     assert error_text(browser) == ""
     browser.save_screenshot(str(tmp_path / "deleted.png"))
+
+
+def test_the_page_answers_a_waiting_function_call_and_the_turn_goes_on(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    session = api.session(tools=[NOW_TOOL])
+    sign_in(browser, url, api.key)
+    open_session(browser, session["id"])
+    model.script(
+        {"type": "reply", "text": "Let me check.", "tool_calls": [{"id": "call_now_2", "name": "now", "arguments": {}}]},
+        {"type": "reply", "text": "It is noon."},
+    )
+    turn_id = api.send(session["id"], "What time is it?")
+    form = f'.turn[data-turn-id="{turn_id}"] .item[data-type="function_call"] form.tool-result'
+    wait(browser, lambda b: turn_status(b, turn_id) == "waiting" and b.find_elements(By.CSS_SELECTOR, form))
+    browser.find_element(By.CSS_SELECTOR, f"{form} input").send_keys("2026-12-04T12:00:00Z")
+    browser.save_screenshot(str(tmp_path / "answering.png"))
+    browser.find_element(By.CSS_SELECTOR, f"{form} button").click()
+    wait(browser, lambda b: turn_status(b, turn_id) == "completed")
+    wait(browser, lambda b: "It is noon." in assistant_text(b, turn_id))
+    assert browser.find_elements(By.CSS_SELECTOR, form) == [], "answered: no box any more"
+    assert error_text(browser) == ""
+    items = api.ok("GET", f"/v1/agents/sessions/{session['id']}/items?order=asc")["data"]
+    outputs = [i for i in items if i["type"] == "function_call_output"]
+    assert [(o["call_id"], o["output"]) for o in outputs] == [("call_now_2", "2026-12-04T12:00:00Z")]
+    browser.save_screenshot(str(tmp_path / "answered.png"))
