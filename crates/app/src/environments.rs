@@ -355,7 +355,14 @@ impl Service<'_> {
 
     async fn sandbox(&self, id: &EnvironmentId) -> Result<Arc<dyn sandbox::Sandbox>> {
         self.get(id).await?;
-        self.app.envs.sandbox(self.org, id).await.map_err(|e| Error::Conflict(e.message))
+        self.app.envs.sandbox(self.org, id).await.map_err(|e| match e.code.as_str() {
+            engine::environments::TOO_MANY_SANDBOXES => Error::RateLimited {
+                code: "too_many_sandboxes",
+                message: e.message,
+                retry_after: std::time::Duration::from_secs(5),
+            },
+            _ => Error::Conflict(e.message),
+        })
     }
 
     /// Writes one file into the environment's sandbox.

@@ -4,7 +4,9 @@
 //!   admits `requests_per_second` sustained and `request_burst` at once; N
 //!   nodes behind a balancer admit up to N times that);
 //! - turns active at once (queued or running, on every node: counted in the
-//!   store when an input would add one).
+//!   store when an input would add one);
+//! - sandboxes live at once (running or paused), on each node (environments
+//!   live on the node that runs them): checked when one would start.
 //!
 //! Both answer 429 with a `Retry-After`: unlike a session's full queue, they
 //! clear by themselves.
@@ -26,18 +28,25 @@ pub struct OrgLimits {
     pub request_burst: u32,
     /// Turns queued or running at once across the organization.
     pub active_turns: Option<u32>,
+    /// Sandboxes (running or paused) at once, on each node.
+    pub live_sandboxes: Option<u32>,
 }
 
 impl Default for OrgLimits {
     fn default() -> Self {
-        Self { requests_per_second: Some(500.0), request_burst: 1000, active_turns: Some(500) }
+        Self {
+            requests_per_second: Some(500.0),
+            request_burst: 1000,
+            active_turns: Some(500),
+            live_sandboxes: Some(500),
+        }
     }
 }
 
 impl OrgLimits {
     /// No limits (benchmarks, embedders that limit elsewhere).
     pub fn none() -> Self {
-        Self { requests_per_second: None, request_burst: 0, active_turns: None }
+        Self { requests_per_second: None, request_burst: 0, active_turns: None, live_sandboxes: None }
     }
 }
 
@@ -111,7 +120,7 @@ mod tests {
 
     #[test]
     fn a_bucket_admits_its_burst_then_the_rate() {
-        let limits = OrgLimits { requests_per_second: Some(10.0), request_burst: 3, active_turns: None };
+        let limits = OrgLimits { requests_per_second: Some(10.0), request_burst: 3, ..OrgLimits::none() };
         let rate = RequestRate::default();
         for _ in 0..3 {
             assert!(rate.admit(&limits, "org_a").is_ok());

@@ -97,6 +97,7 @@ fn main() {
             setup_timeout: Duration::from_secs(30),
             idle_pause: Duration::from_secs(3600),
             limits: sandbox::Limits::default(),
+            live_per_org: None,
         };
         let envs = Environments::new(Arc::clone(&store), backend, config, Arc::new(telemetry::Metrics::default()));
         let zip = skill_zip(mib);

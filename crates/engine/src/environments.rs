@@ -40,6 +40,9 @@ pub struct EnvironmentsConfig {
     pub idle_pause: Duration,
     /// Each sandbox's resource limits.
     pub limits: sandbox::Limits,
+    /// Sandboxes one organization may have on this server at once (running
+    /// or paused); `None` for no limit.
+    pub live_per_org: Option<usize>,
 }
 
 /// The limits of a `container_size` (`small`: 1 CPU and 2 GiB, `medium`: 2 CPUs and 4 GiB,
@@ -55,6 +58,10 @@ pub fn size_limits(base: sandbox::Limits, size: Option<&str>) -> Option<sandbox:
     };
     Some(sandbox::Limits { cpu_millicores: Some(cpus * 1000), memory_bytes: Some(gib << 30), ..base })
 }
+
+/// The [`EnvFailure`] code of a sandbox refused for the organization's limit
+/// ([`EnvironmentsConfig::live_per_org`]): it clears by itself.
+pub const TOO_MANY_SANDBOXES: &str = "too_many_sandboxes";
 
 /// Why an environment cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,6 +189,20 @@ impl Environments {
     ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let init = {
             let mut live = self.live();
+            let starting = live.get(env_id).and_then(|l| l.init.as_ref()).is_none();
+            if starting && let Some(limit) = self.config.live_per_org {
+                let alive = |l: &Live| l.init.as_ref().is_some_and(|i| !matches!(i.peek(), Some(Err(_))));
+                let others = live.iter().filter(|(id, l)| *id != env_id && l.org_id == org_id && alive(l)).count();
+                if others >= limit {
+                    return Err(EnvFailure::new(
+                        TOO_MANY_SANDBOXES,
+                        format!(
+                            "this organization has {others} sandboxes on this server, its limit; delete or restart \
+                             an environment, or wait for idle ones to be paused and retry"
+                        ),
+                    ));
+                }
+            }
             let entry = live.entry(env_id.clone()).or_insert_with(|| Live {
                 org_id: org_id.to_string(),
                 init: None,

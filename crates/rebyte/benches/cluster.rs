@@ -60,6 +60,7 @@ impl Cluster {
             .env("REBYTE_BOOTSTRAP_KEY", KEY)
             .env("REBYTE_ORG_REQUESTS_PER_SECOND", "0")
             .env("REBYTE_ORG_ACTIVE_TURNS", "0")
+            .env("REBYTE_ORG_LIVE_SANDBOXES", "0")
             .env("OPENAI_BASE_URL", model.base_url())
             .env("OPENAI_API_KEY", "bench")
             .env("REBYTE_LOG", "error")

@@ -87,6 +87,9 @@ enum Command {
         /// Turns one organization may have queued or running at once, on all nodes (0: no limit).
         #[arg(long, env = "REBYTE_ORG_ACTIVE_TURNS", default_value_t = 500)]
         org_active_turns: u32,
+        /// Sandboxes one organization may have running or paused at once, on each node (0: no limit).
+        #[arg(long, env = "REBYTE_ORG_LIVE_SANDBOXES", default_value_t = 500)]
+        org_live_sandboxes: u32,
         /// Log lines as text, or as one JSON object a line.
         #[arg(long, env = "REBYTE_LOG_FORMAT", value_enum, default_value_t)]
         log_format: logging::LogFormat,
@@ -209,6 +212,7 @@ async fn run() -> Result<()> {
             org_requests_per_second,
             org_request_burst,
             org_active_turns,
+            org_live_sandboxes,
             ..
         } => {
             anyhow::ensure!(
@@ -224,6 +228,7 @@ async fn run() -> Result<()> {
                 requests_per_second: (org_requests_per_second > 0.0).then_some(org_requests_per_second),
                 request_burst: org_request_burst,
                 active_turns: (org_active_turns > 0).then_some(org_active_turns),
+                live_sandboxes: (org_live_sandboxes > 0).then_some(org_live_sandboxes),
             };
             if let Some(cpus) = sandbox_cpus {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");

@@ -219,6 +219,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
             setup_timeout: config.setup_timeout,
             idle_pause: config.idle_pause,
             limits: config.sandbox_limits,
+            live_per_org: config.limits.live_sandboxes.map(|n| n as usize),
         },
         Arc::clone(&metrics),
     );

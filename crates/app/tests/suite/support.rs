@@ -26,6 +26,7 @@ pub async fn start(model_url: &str) -> TestApp {
             setup_timeout: std::time::Duration::from_secs(30),
             idle_pause: std::time::Duration::from_secs(600),
             limits: sandbox::Limits::default(),
+            live_per_org: None,
         },
         metrics,
     );

@@ -53,6 +53,7 @@ pub fn start_server(model: &ModelServer, log: &str, capture_stderr: bool) -> (Se
         // Benches measure throughput, not the per-organization limits.
         .env("REBYTE_ORG_REQUESTS_PER_SECOND", "0")
         .env("REBYTE_ORG_ACTIVE_TURNS", "0")
+        .env("REBYTE_ORG_LIVE_SANDBOXES", "0")
         .env("OPENAI_BASE_URL", model.base_url())
         .env("OPENAI_API_KEY", "bench")
         .env("REBYTE_LOG", log)

@@ -11,7 +11,7 @@ use test_support::model_server::{ModelServer, Step};
 #[tokio::test]
 async fn an_organization_past_its_request_rate_gets_429_with_retry_after_and_others_do_not() {
     let s = TestServer::start_with(|c| {
-        c.limits = server::OrgLimits { requests_per_second: Some(2.0), request_burst: 3, active_turns: None }
+        c.limits = server::OrgLimits { requests_per_second: Some(2.0), request_burst: 3, ..server::OrgLimits::none() }
     })
     .await;
     // Another organization's bucket is its own (made first: these count too).
@@ -54,7 +54,7 @@ async fn an_organization_at_its_active_turn_limit_gets_429_until_a_turn_ends() {
     let toml = crate::support::models_toml(&model);
     let s = TestServer::start_with(|c| {
         c.models_toml = Some(toml);
-        c.limits = server::OrgLimits { requests_per_second: None, request_burst: 0, active_turns: Some(2) };
+        c.limits = server::OrgLimits { active_turns: Some(2), ..server::OrgLimits::none() };
     })
     .await;
     let mut sessions = Vec::new();
@@ -82,4 +82,54 @@ async fn an_organization_at_its_active_turn_limit_gets_429_until_a_turn_ends() {
     assert_eq!(s.wait_turn(&sessions[0], &first).await["status"], "completed");
     let (status, answer) = s.post(&path, body).await;
     assert_eq!(status, StatusCode::ACCEPTED, "room again once a turn ended: {answer}");
+}
+
+#[tokio::test]
+async fn an_organization_at_its_sandbox_limit_gets_429_until_one_is_deleted() {
+    let s = TestServer::start_with(|c| {
+        c.limits = server::OrgLimits { live_sandboxes: Some(2), ..server::OrgLimits::none() }
+    })
+    .await;
+    let mut envs = Vec::new();
+    for _ in 0..3 {
+        let (status, env) = s.post("/v1/agents/environments", json!({"environment": {"type": "openai_hosted"}})).await;
+        assert_eq!(status, StatusCode::CREATED, "{env}");
+        envs.push(env["id"].as_str().unwrap().to_string());
+    }
+    let write = |env: &str| {
+        let body = json!({"type": "inline", "path": "/workspace/f.txt", "data": "eA=="});
+        (format!("/v1/agents/environments/{env}/files"), body)
+    };
+    for env in &envs[..2] {
+        let (path, body) = write(env);
+        assert_eq!(s.post(&path, body).await.0, StatusCode::OK, "the first two sandboxes start");
+    }
+    let (path, body) = write(&envs[2]);
+    let resp = s.http.post(s.url(&path)).bearer_auth(&s.key).json(&body).send().await.unwrap();
+    assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(resp.headers()["retry-after"], "5");
+    let err: serde_json::Value = resp.json().await.unwrap();
+    assert_eq!(err["error"]["code"], "too_many_sandboxes", "{err}");
+    let (_, env) = s.get(&format!("/v1/agents/environments/{}", envs[2])).await;
+    assert_eq!(env["status"], "pending", "a refused start is not a failed environment: {env}");
+
+    // Restarting one of the two is not a third.
+    let restart = s.post(&format!("/v1/agents/environments/{}/restart", envs[0]), json!({})).await;
+    assert_eq!(restart.0, StatusCode::OK, "{}", restart.1);
+    // Another organization has its own count.
+    let (_, other) = s.org_with_key("other", &["tasks:read", "tasks:write"]).await;
+    let theirs = s
+        .call_as(
+            Some(&other),
+            Method::POST,
+            "/v1/agents/environments",
+            Some(json!({"environment": {"type": "openai_hosted"}})),
+        )
+        .await;
+    let (path, body) = write(theirs.1["id"].as_str().unwrap());
+    assert_eq!(s.call_as(Some(&other), Method::POST, &path, Some(body)).await.0, StatusCode::OK);
+
+    assert_eq!(s.delete(&format!("/v1/agents/environments/{}", envs[1])).await.0, StatusCode::OK);
+    let (path, body) = write(&envs[2]);
+    assert_eq!(s.post(&path, body).await.0, StatusCode::OK, "room again once one was deleted");
 }
