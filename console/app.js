@@ -84,6 +84,12 @@ async function signIn(event) {
 
 function signOut() {
   closeSession();
+  closeEnvironment();
+  $("environments").replaceChildren();
+  $("tab-sessions").classList.add("selected");
+  $("tab-environments").classList.remove("selected");
+  $("sessions-pane").hidden = false;
+  $("environments-pane").hidden = true;
   sessionStorage.removeItem(KEY);
   $("sessions").replaceChildren();
   showSignedIn(false);
@@ -141,6 +147,7 @@ function closeSession() {
 async function openSession(id) {
   clearError();
   closeSession();
+  closeEnvironment();
   const session = { id, controller: new AbortController(), lastEventId: null, loaded: false, buffer: [], connected: false };
   selected = session;
   for (const b of document.querySelectorAll("#sessions button")) {
@@ -501,6 +508,113 @@ function disarmDelete() {
   button.textContent = "Delete";
 }
 
+// ---- environments ----
+
+let lastEnvironmentId = null;
+let selectedEnvironment = null;
+const SETTING_UP = new Set(["pending", "initializing"]);
+
+function showTab(name) {
+  const environments = name === "environments";
+  $("tab-sessions").classList.toggle("selected", !environments);
+  $("tab-environments").classList.toggle("selected", environments);
+  $("sessions-pane").hidden = environments;
+  $("environments-pane").hidden = !environments;
+  if (environments) {
+    closeSession();
+    return loadEnvironments(true);
+  }
+  closeEnvironment();
+  return loadSessions(true);
+}
+
+async function loadEnvironments(fresh) {
+  const query = new URLSearchParams({ limit: String(PAGE), order: "desc" });
+  if (!fresh && lastEnvironmentId) query.set("after", lastEnvironmentId);
+  const page = await api("GET", `/v1/agents/environments?${query}`);
+  if (fresh) $("environments").replaceChildren();
+  for (const environment of page.data) $("environments").append(environmentRow(environment));
+  lastEnvironmentId = fresh ? page.last_id : page.last_id || lastEnvironmentId;
+  $("more-environments").hidden = !page.has_more;
+}
+
+function environmentRow(environment) {
+  const li = el("li");
+  const button = el("button", environment.id === selectedEnvironment ? "selected" : "");
+  button.type = "button";
+  button.dataset.environmentId = environment.id;
+  button.append(el("span", "id", environment.id), document.createTextNode(" "));
+  const status = el("span", "status", environment.status);
+  status.dataset.status = environment.status;
+  button.append(status, el("div", "note", new Date(environment.created_at * 1000).toLocaleString()));
+  button.addEventListener("click", () => openEnvironment(environment.id).catch(showError));
+  li.append(button);
+  return li;
+}
+
+function closeEnvironment() {
+  selectedEnvironment = null;
+  $("environment").hidden = true;
+}
+
+async function openEnvironment(id) {
+  clearError();
+  closeSession();
+  selectedEnvironment = id;
+  for (const b of document.querySelectorAll("#environments button")) {
+    b.classList.toggle("selected", b.dataset.environmentId === id);
+  }
+  $("environment-title").textContent = id;
+  $("environment-log").textContent = "";
+  $("environment-setup").textContent = "";
+  $("environment-files").replaceChildren();
+  $("environment-files-note").textContent = "listed once setup is done";
+  $("environment").hidden = false;
+  // Read again every second while setup may still run, so the log grows on screen.
+  for (;;) {
+    const environment = await api("GET", `/v1/agents/environments/${encodeURIComponent(id)}`);
+    if (selectedEnvironment !== id) return;
+    renderEnvironment(environment);
+    if (!SETTING_UP.has(environment.status)) break;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    if (selectedEnvironment !== id) return;
+  }
+  if (selectedEnvironment !== id) return;
+  if ($("environment-status").dataset.status === "failed") $("environment-files-note").textContent = "setup failed: no files";
+  else await loadEnvironmentFiles(id);
+}
+
+function renderEnvironment(environment) {
+  $("environment-status").textContent = environment.status;
+  $("environment-status").dataset.status = environment.status;
+  const row = document.querySelector(`#environments button[data-environment-id="${CSS.escape(environment.id)}"] .status`);
+  if (row) {
+    row.textContent = environment.status;
+    row.dataset.status = environment.status;
+  }
+  const setup = environment.setup;
+  let progress = "setup has not started (it runs at first use)";
+  if (setup) {
+    progress = `setup ${setup.state}: ${setup.steps_completed} of ${setup.steps_total} steps`;
+    if (setup.step) progress += `, ${setup.step}${setup.command ? ` (${setup.command})` : ""}`;
+  }
+  $("environment-setup").textContent = progress;
+  const log = $("environment-log");
+  const text = environment.setup_log || "";
+  if (log.textContent !== text) log.textContent = text;
+  const error = environment.error;
+  $("environment-error").textContent = error ? `${error.code}: ${error.message}${error.step ? ` (${error.step})` : ""}` : "";
+  $("environment-error").hidden = !error;
+}
+
+async function loadEnvironmentFiles(id) {
+  const page = await api("GET", `/v1/agents/environments/${encodeURIComponent(id)}/files?limit=100`);
+  if (selectedEnvironment !== id) return;
+  const list = $("environment-files");
+  list.replaceChildren(...page.data.map((file) => el("li", "file", `${file.path} (${file.size_bytes} bytes)`)));
+  $("environment-files-note").textContent = page.data.length ? "" : "no files";
+}
+
 // ---- start ----
 
 function start() {
@@ -511,6 +625,10 @@ function start() {
   $("send").addEventListener("submit", send);
   $("cancel").addEventListener("click", cancel);
   $("delete").addEventListener("click", deleteSession);
+  $("tab-sessions").addEventListener("click", () => showTab("sessions").catch(showError));
+  $("tab-environments").addEventListener("click", () => showTab("environments").catch(showError));
+  $("refresh-environments").addEventListener("click", () => loadEnvironments(true).catch(showError));
+  $("more-environments").addEventListener("click", () => loadEnvironments(false).catch(showError));
   if (key()) {
     showSignedIn(true);
     loadSessions(true).catch((err) => {

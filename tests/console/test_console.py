@@ -314,3 +314,46 @@ def test_the_page_answers_a_waiting_function_call_and_the_turn_goes_on(
     outputs = [i for i in items if i["type"] == "function_call_output"]
     assert [(o["call_id"], o["output"]) for o in outputs] == [("call_now_2", "2026-12-04T12:00:00Z")]
     browser.save_screenshot(str(tmp_path / "answered.png"))
+
+
+SETUP = "for i in 1 2 3; do echo line$i; sleep 1; done"
+
+
+def test_an_environments_setup_log_grows_on_screen_until_ready(browser, url: str, org: tuple[str, Api], tmp_path: Path):
+    import base64
+    import threading
+
+    _, api = org
+    older = api.ok("POST", "/v1/agents/environments", {"environment": {"type": "openai_hosted"}})
+    env = api.ok(
+        "POST", "/v1/agents/environments", {"environment": {"type": "openai_hosted", "setup_commands": [{"command": SETUP}]}}
+    )
+    sign_in(browser, url, api.key)
+    browser.find_element(By.ID, "tab-environments").click()
+    rows = lambda b: [e.get_attribute("data-environment-id") for e in b.find_elements(By.CSS_SELECTOR, "#environments button")]  # noqa: E731
+    wait(browser, lambda b: rows(b) == [env["id"], older["id"]])
+    assert not browser.find_element(By.ID, "sessions").is_displayed()
+    browser.find_element(By.CSS_SELECTOR, f'#environments button[data-environment-id="{env["id"]}"]').click()
+    wait(browser, lambda b: b.find_element(By.ID, "environment-status").text == "pending")
+    # A file written into it is its first use: setup runs (the write answers once it is done).
+    data = base64.b64encode(b"hello").decode()
+    body = {"type": "inline", "path": "/workspace/a.txt", "data": data}
+    write = threading.Thread(target=lambda: api.ok("POST", f"/v1/agents/environments/{env['id']}/files", body))
+    write.start()
+    log = lambda b: b.find_element(By.ID, "environment-log").text  # noqa: E731
+    try:
+        wait(browser, lambda b: "line1" in log(b) and "line3" not in log(b), timeout=60)
+        assert browser.find_element(By.ID, "environment-status").text == "pending"
+        assert "setup running" in browser.find_element(By.ID, "environment-setup").text
+        browser.save_screenshot(str(tmp_path / "setting-up.png"))
+        wait(browser, lambda b: b.find_element(By.ID, "environment-status").text == "ready", timeout=60)
+    finally:
+        write.join(60)
+    assert log(browser) == f"$ {SETUP}\nline1\nline2\nline3"
+    assert browser.find_element(By.ID, "environment-setup").text == "setup completed: 1 of 1 steps"
+    row = f'#environments button[data-environment-id="{env["id"]}"] .status'
+    assert browser.find_element(By.CSS_SELECTOR, row).text == "ready"
+    files = lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, "#environment-files li")]  # noqa: E731
+    wait(browser, lambda b: "/workspace/a.txt (5 bytes)" in files(b))
+    assert error_text(browser) == ""
+    browser.save_screenshot(str(tmp_path / "ready.png"))
