@@ -1,6 +1,7 @@
 """The web console in a real browser (headless Chromium): sign-in, sessions,
 a turn streaming live into the open session, cancel, safe rendering of model
-output, and a clear 403 for a key that may not write."""
+output, a clear 403 for a key that may not write, deleting a session,
+answering a client function call, and an environment's setup log growing."""
 
 from __future__ import annotations
 
