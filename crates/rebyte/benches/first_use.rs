@@ -1,0 +1,91 @@
+//! An environment's first use as a user sees it (issue 16, item 1), through a
+//! release `rebyte serve`: a fresh environment and a session on it, a turn
+//! whose first step runs `true` in the shell and whose second answers, timed
+//! on the session's standing event stream from the input's POST to
+//! `turn.completed` — the cold turn (the sandbox starts on it), then a warm
+//! one on the same session (the sandbox runs) — beside a raw
+//! `unshare -mpfnui --fork true` in the same run. First use costs the cold
+//! turn net of the warm one.
+//!
+//! Run: `cargo bench -p rebyte --bench first_use` (`BENCH_RUNS`, default 50).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use futures::StreamExt;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use test_support::model_server::{ModelServer, Step};
+
+mod common;
+
+fn p(samples: &mut [Duration], q: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * q).round() as usize]
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64() * 1000.0)
+}
+
+/// One turn on `sid`: from the POST of its input to `turn.completed` on `events`.
+async fn turn(
+    http: &reqwest::Client,
+    base: &str,
+    sid: &str,
+    events: &mut (impl futures::Stream<Item = (Instant, Value)> + Unpin),
+) -> Duration {
+    let body = json!({"events": [{"type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}]}]});
+    let began = Instant::now();
+    common::post(http, &format!("{base}/v1/agents/sessions/{sid}/events"), body).await;
+    while let Some((at, e)) = events.next().await {
+        if e["type"] == "agent.session.turn.completed" {
+            return at - began;
+        }
+        assert_ne!(e["type"], "agent.session.turn.failed", "{e}");
+    }
+    panic!("the event stream ended");
+}
+
+#[tokio::main]
+async fn main() {
+    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|s| s.parse().ok()).unwrap_or(50);
+    let model = ModelServer::with_script([Step::tool_call("shell", json!({"command": "true"})), Step::text("ok")])
+        .await
+        .unwrap();
+    model.set_looping(true);
+    let (server, _) = common::start_server(&model, "warn", false);
+    let (http, base) = (reqwest::Client::new(), server.url.clone());
+    let (mut cold, mut warm, mut raw) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..runs {
+        let env = common::post(
+            &http,
+            &format!("{base}/v1/agents/environments"),
+            json!({"environment": {"type": "openai_hosted"}}),
+        )
+        .await;
+        let body = json!({"agent": {"model": "bench-model"},
+                          "environment": {"type": "reference", "environment_id": env["id"]}});
+        let session = common::post(&http, &format!("{base}/v1/agents/sessions"), body).await;
+        let sid = session["id"].as_str().unwrap().to_string();
+        let mut events = Box::pin(common::subscribe(&http, &format!("{base}/v1/agents/sessions/{sid}/events")).await);
+        cold.push(turn(&http, &base, &sid, &mut events).await);
+        warm.push(turn(&http, &base, &sid, &mut events).await);
+        let began = Instant::now();
+        let status = std::process::Command::new("unshare").args(["-mpfnui", "--fork", "true"]).status().unwrap();
+        assert!(status.success(), "raw unshare failed (run as root)");
+        raw.push(began.elapsed());
+        // Sessions and environments accumulate: each run is a new one, as for a user.
+    }
+    let net: Vec<Duration> = cold.iter().zip(&warm).map(|(c, w)| c.saturating_sub(*w)).collect();
+    let (mut cold, mut warm, mut raw, mut net) = (cold, warm, raw, net);
+    println!("first use through the server: {runs} fresh environments, a `true` turn each, then a warm turn");
+    println!("| what | p50 ms | p90 ms |");
+    println!("| --- | --- | --- |");
+    println!("| cold turn (the sandbox starts) | {} | {} |", ms(p(&mut cold, 0.5)), ms(p(&mut cold, 0.9)));
+    println!("| warm turn (the sandbox runs) | {} | {} |", ms(p(&mut warm, 0.5)), ms(p(&mut warm, 0.9)));
+    println!("| first use = cold − warm, per run | {} | {} |", ms(p(&mut net, 0.5)), ms(p(&mut net, 0.9)));
+    println!("| raw `unshare -mpfnui --fork true` | {} | {} |", ms(p(&mut raw, 0.5)), ms(p(&mut raw, 0.9)));
+    let ratio = p(&mut net, 0.5).as_secs_f64() / p(&mut raw, 0.5).as_secs_f64();
+    println!("first use p50 / raw unshare p50 = {ratio:.2}× (target ≤ 2× and ≤ 10 ms)");
+}
