@@ -56,7 +56,7 @@ async fn a_hung_tool_call_times_out_and_sends_mcp_cancellation() {
         error,
         McpError::Timeout { server: "slowpoke".into(), step: Step::ToolsCall, after: Duration::from_millis(300) }
     );
-    let stats = fixture_stats(&connection).await;
+    let stats = support::stats_after_a_cancellation(&connection).await;
     assert_eq!(stats["cancelled"].as_array().unwrap().len(), 1, "{stats}");
     assert_eq!(stats["cancelled"][0]["reason"], json!("request timed out"));
 }
@@ -74,7 +74,7 @@ async fn cancelling_an_in_flight_call_sends_mcp_cancellation() {
     };
     let (error, ()) = tokio::join!(call, canceller);
     assert_eq!(error.unwrap_err(), McpError::Cancelled { server: "slowpoke".into(), step: Step::ToolsCall });
-    let stats = fixture_stats(&connection).await;
+    let stats = support::stats_after_a_cancellation(&connection).await;
     assert_eq!(stats["cancelled"][0]["reason"], json!("cancelled by the caller"), "{stats}");
     // The connection stays usable.
     let args = json!({"message": "still here"}).as_object().unwrap().clone();

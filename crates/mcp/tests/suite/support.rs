@@ -139,6 +139,20 @@ impl HttpServer {
 }
 
 /// The fixture's counters (`stats` tool), read over `connection` directly.
+/// The fixture's stats once it has heard a cancellation: `notifications/cancelled` is sent
+/// from a task of its own, so the next request may reach the server first. Panics after 5 s.
+pub async fn stats_after_a_cancellation(connection: &Connection) -> serde_json::Value {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        let stats = fixture_stats(connection).await;
+        if stats["cancelled"].as_array().is_some_and(|c| !c.is_empty()) {
+            return stats;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no cancellation reached the server: {stats}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
 pub async fn fixture_stats(connection: &Connection) -> serde_json::Value {
     let output = connection
         .call_tool("stats", serde_json::Map::new(), &mcp::CallContext::default())
