@@ -97,18 +97,23 @@ function signOut() {
 
 // ---- sessions ----
 
-let lastSessionId = null;
 let selected = null;
 
-async function loadSessions(fresh) {
-  const query = new URLSearchParams({ limit: String(PAGE), order: "desc" });
-  if (!fresh && lastSessionId) query.set("after", lastSessionId);
-  const page = await api("GET", `/v1/agents/sessions?${query}`);
-  if (fresh) $("sessions").replaceChildren();
-  for (const session of page.data) $("sessions").append(sessionRow(session));
-  lastSessionId = fresh ? page.last_id : page.last_id || lastSessionId;
-  $("more").hidden = !page.has_more;
+/** A newest-first list of one resource, paged with `after` and a More button. */
+function pager(path, listId, moreId, row) {
+  let last = null;
+  return async function load(fresh) {
+    const query = new URLSearchParams({ limit: String(PAGE), order: "desc" });
+    if (!fresh && last) query.set("after", last);
+    const page = await api("GET", `${path}?${query}`);
+    if (fresh) $(listId).replaceChildren();
+    for (const item of page.data) $(listId).append(row(item));
+    last = fresh ? page.last_id : page.last_id || last;
+    $(moreId).hidden = !page.has_more;
+  };
 }
+
+const loadSessions = pager("/v1/agents/sessions", "sessions", "more", (session) => sessionRow(session));
 
 function sessionRow(session) {
   const li = el("li");
@@ -510,7 +515,6 @@ function disarmDelete() {
 
 // ---- environments ----
 
-let lastEnvironmentId = null;
 let selectedEnvironment = null;
 const SETTING_UP = new Set(["pending", "initializing"]);
 
@@ -528,15 +532,9 @@ function showTab(name) {
   return loadSessions(true);
 }
 
-async function loadEnvironments(fresh) {
-  const query = new URLSearchParams({ limit: String(PAGE), order: "desc" });
-  if (!fresh && lastEnvironmentId) query.set("after", lastEnvironmentId);
-  const page = await api("GET", `/v1/agents/environments?${query}`);
-  if (fresh) $("environments").replaceChildren();
-  for (const environment of page.data) $("environments").append(environmentRow(environment));
-  lastEnvironmentId = fresh ? page.last_id : page.last_id || lastEnvironmentId;
-  $("more-environments").hidden = !page.has_more;
-}
+const loadEnvironments = pager("/v1/agents/environments", "environments", "more-environments", (environment) =>
+  environmentRow(environment),
+);
 
 function environmentRow(environment) {
   const li = el("li");
