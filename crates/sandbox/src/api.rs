@@ -196,6 +196,13 @@ pub struct SandboxSpec {
     /// (`(host directory, sandbox path)`: an environment's skills at
     /// `/workspace/.agents/skills`); nothing in the sandbox can change them.
     pub read_only: Vec<(PathBuf, String)>,
+    /// Immutable directories under the workspace, top first (the layers a
+    /// fork or a template's snapshot left, see [`crate::layers`]): with any,
+    /// `/workspace` is an overlay of them under `workspace` (where changes
+    /// go) and its work directory `workspace_work`; without, `workspace` is
+    /// bound as it is.
+    pub workspace_lowers: Vec<PathBuf>,
+    pub workspace_work: Option<PathBuf>,
 }
 
 impl SandboxSpec {
@@ -210,6 +217,8 @@ impl SandboxSpec {
             env: BTreeMap::new(),
             limits: Limits::default(),
             read_only: Vec::new(),
+            workspace_lowers: Vec::new(),
+            workspace_work: None,
         }
     }
 }

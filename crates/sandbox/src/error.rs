@@ -42,6 +42,13 @@ pub enum Error {
     /// Environment setup failed: the step, its output and the log so far.
     #[error(transparent)]
     Setup(Box<crate::setup::SetupFailure>),
+    /// The operation cannot be done while the sandbox is as it is (a fork
+    /// while a process holds a workspace file open for writing). 409.
+    #[error("{0}")]
+    Busy(String),
+    /// The backend does not offer the operation.
+    #[error("{0}")]
+    Unsupported(String),
     /// An I/O error inside the sandbox or on the host.
     #[error("{context}: {source}")]
     Io {
@@ -62,6 +69,7 @@ impl Error {
             Error::PathEscape(_) | Error::InvalidPath { .. } => 400,
             Error::NotFound(_) => 404,
             Error::TooLarge { .. } => 413,
+            Error::Busy(_) => 409,
             Error::Timeout(_) => 504,
             _ => 500,
         }

@@ -13,6 +13,7 @@
 //! - [`local`]: namespaces, private root, cgroups; starts the agent.
 //! - [`agent`]: PID 1 inside the sandbox, a single-threaded poll loop.
 //! - [`setup`]: files, env, packages and setup commands, applied once.
+//! - [`layers`]: copy-on-write workspaces (forks, snapshots) as overlay layers.
 //! - `sys`: the only `unsafe` (raw syscalls), small and commented.
 //!
 //! Data flows host → agent as requests and agent → host as replies, output
@@ -22,6 +23,7 @@ pub mod agent;
 pub mod api;
 pub mod client;
 pub mod egress;
+pub mod layers;
 mod error;
 pub mod local;
 pub mod paths;

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::local::ProxyEndpoint;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One environment's sandbox: one set of namespaces (or one pod, one VM)
@@ -58,6 +59,16 @@ pub trait Sandbox: Send + Sync {
 
     /// Thaws it; processes and files are as they were.
     async fn resume(&self) -> Result<()>;
+
+    /// Gives the (paused) sandbox a new `/workspace`: an overlay of `lowers`
+    /// (host directories, top first, immutable from now on) under the empty
+    /// `upper` with its `work` directory; the old mount becomes read-only and
+    /// is detached (see [`crate::layers`]). [`crate::Error::Busy`] while a
+    /// process holds a workspace file open for writing, and nothing changed.
+    async fn remount_workspace(&self, lowers: &[PathBuf], upper: &Path, work: &Path) -> Result<()> {
+        let _ = (lowers, upper, work);
+        Err(crate::Error::Unsupported("this sandbox backend cannot layer a workspace".into()))
+    }
 
     /// Kills everything and releases the sandbox's resources. The
     /// environment's directory on the host is left as it is.

@@ -287,6 +287,16 @@ pub(crate) fn overlay_tree(lower: &CStr, upper: &CStr, work: &CStr, mount_attrs:
     Ok(unsafe { OwnedFd::from_raw_fd(mnt as RawFd) })
 }
 
+/// The mount tree attached at `path`, not a copy (`open_tree` without
+/// `OPEN_TREE_CLONE`), to change its attributes.
+pub(crate) fn attached_tree(path: &CStr) -> io::Result<OwnedFd> {
+    // SAFETY: `path` is NUL-terminated; the returned fd is new and ours.
+    let fd =
+        check(unsafe { libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, path.as_ptr(), libc::OPEN_TREE_CLOEXEC) })?;
+    // SAFETY: the kernel returned a fresh fd that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// Brings the loopback interface of the current network namespace up.
 pub(crate) fn loopback_up() -> io::Result<()> {
     use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};

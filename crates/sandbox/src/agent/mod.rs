@@ -14,6 +14,7 @@ mod files;
 mod mounts;
 mod procs;
 mod relay;
+pub mod remount;
 mod seccomp;
 mod serve;
 
@@ -39,6 +40,9 @@ pub fn main() -> ! {
     }
     crate::sys::close_fds_from(4);
     let args: Vec<String> = std::env::args().collect();
+    if let Some(at) = args.iter().position(|a| a == "--remount") {
+        remount::main(args.get(at + 1))
+    }
     let listen = args.iter().position(|a| a == "--listen").and_then(|i| args.get(i + 1));
     let fd = match listen.map_or_else(crate::sys::take_control_fd, |addr| accept_one(addr)) {
         Ok(fd) => fd,

@@ -76,7 +76,14 @@ pub(super) fn build_root(cfg: &InitConfig) -> Result<(), String> {
         tmpfs(&staged("/root"), "mode=0700,size=1g", MsFlags::empty())?;
     }
 
-    // 3. The binds, in order (a target after any bind that contains it).
+    // 3. A layered workspace first (the skills' bind goes inside it), then
+    // the binds, in order (a target after any bind that contains it).
+    let (workspace, overlays): (Vec<_>, Vec<_>) =
+        overlays.into_iter().partition(|(target, _)| target == crate::api::WORKSPACE);
+    for (target, tree) in &workspace {
+        mkdir(&staged(target))?;
+        attach_tree(tree.as_fd(), &cstr(&staged(target))?).map_err(|e| format!("attach {target}: {e}"))?;
+    }
     for (bind, tree) in &trees {
         let target = staged(&bind.target);
         if bind.device {

@@ -30,8 +30,18 @@ fn path_str(p: &Path) -> Result<String> {
 
 /// The agent's init configuration for `spec` on this host.
 pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: Enforced) -> Result<InitConfig> {
-    let mut binds =
-        vec![BindSpec { source: path_str(&spec.workspace)?, target: WORKSPACE.into(), writable: true, device: false }];
+    let mut binds = Vec::new();
+    let mut overlays = Vec::new();
+    match (spec.workspace_lowers.as_slice(), &spec.workspace_work) {
+        ([], _) => binds.push(BindSpec {
+            source: path_str(&spec.workspace)?,
+            target: WORKSPACE.into(),
+            writable: true,
+            device: false,
+        }),
+        (lowers, Some(work)) => overlays.push(crate::layers::workspace_overlay(lowers, &spec.workspace, work)?),
+        (_, None) => return Err(Error::Create("workspace layers need a work directory".into())),
+    }
     if let Some(home) = &spec.home {
         binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false });
     }
@@ -42,11 +52,10 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         }
         binds.push(BindSpec { source: path_str(source)?, target: target.clone(), writable: false, device: false });
     }
-    let mut overlays = Vec::new();
     if let Some(dir) = &spec.writable_system {
         let (var, layers) = super::system::layout(dir, &config.toolchain)?;
         binds.push(var);
-        overlays = layers;
+        overlays.extend(layers);
     }
     let overlaid = |p: &str| overlays.iter().any(|o| o.target == p);
     for dir in &config.toolchain.dirs {
@@ -208,7 +217,7 @@ pub(super) async fn launch(
     match handshake {
         Ok((conn, hello)) => {
             let setup = std::time::Duration::from_micros(hello.setup_us);
-            Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup, network))
+            Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup, network).with_helper(config))
         }
         Err(e) => {
             process.kill_and_wait().await;

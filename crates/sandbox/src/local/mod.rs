@@ -10,6 +10,7 @@ mod freeze;
 mod launch;
 mod network;
 mod pool;
+mod remount;
 mod sandbox;
 mod system;
 mod toolchain;

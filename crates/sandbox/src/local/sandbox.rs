@@ -15,6 +15,7 @@ use crate::wire::Request;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -116,6 +117,8 @@ pub struct LocalSandbox {
     agent_setup: Duration,
     /// `None` on the host's network.
     network: Option<Network>,
+    /// How to start the helper that remounts the workspace (the agent program).
+    helper: Option<Arc<super::LocalConfig>>,
 }
 
 impl LocalSandbox {
@@ -130,7 +133,12 @@ impl LocalSandbox {
     ) -> Self {
         let freezer = Arc::new(Freezer::new(id.clone(), conn.clone(), process.cgroup.clone(), process.exited.clone()));
         let network = network.map(|n| n.with_resume(freezer.clone()));
-        LocalSandbox { id, conn, process, freezer, limits, enforced, agent_setup, network }
+        LocalSandbox { id, conn, process, freezer, limits, enforced, agent_setup, network, helper: None }
+    }
+
+    pub(crate) fn with_helper(mut self, config: &Arc<super::LocalConfig>) -> Self {
+        self.helper = Some(Arc::clone(config));
+        self
     }
 
     /// The agent's pid on the host.
@@ -233,6 +241,13 @@ impl Sandbox for LocalSandbox {
 
     async fn resume(&self) -> Result<()> {
         self.freezer.resume().await
+    }
+
+    async fn remount_workspace(&self, lowers: &[std::path::PathBuf], upper: &Path, work: &Path) -> Result<()> {
+        let Some(config) = &self.helper else {
+            return Err(crate::Error::Unsupported("this sandbox cannot remount its workspace".into()));
+        };
+        super::remount::remount(config, self.process.pid, lowers, upper, work).await
     }
 
     async fn destroy(&self) -> Result<()> {

@@ -2,6 +2,7 @@
 
 mod basics;
 mod files;
+mod fork;
 mod isolation;
 mod kill;
 mod limits;
