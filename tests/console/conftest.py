@@ -217,3 +217,37 @@ def browser(tmp_path: Path) -> Iterator[webdriver.Chrome]:
     finally:
         driver.save_screenshot(str(tmp_path / "final.png"))
         driver.quit()
+
+
+MCP_SERVERS = REPO_ROOT / "crates" / "mcp" / "tests" / "servers"
+EVERYTHING = MCP_SERVERS / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+
+
+@pytest.fixture(scope="session")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The reference MCP server `server-everything` in Streamable HTTP mode (from
+    the mcp crate's `tests/servers`, installed with `npm ci` on first use, as
+    the compatibility suite does); yields its MCP URL."""
+    import socket
+
+    if not EVERYTHING.exists():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=MCP_SERVERS, check=True)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = tmp_path_factory.mktemp("mcp") / "everything.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            ["node", str(EVERYTHING), "streamableHttp"], cwd=MCP_SERVERS, env={**os.environ, "PORT": str(port)},
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while "listening on port" not in log.read_text().lower():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server-everything did not start:\n{log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
