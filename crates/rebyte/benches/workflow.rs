@@ -7,10 +7,13 @@
 //!
 //! The program's host is the same as the engine's (`engine::workflow_tool`): the nested call's
 //! JSON arguments go to `Toolset::call_tool_json`, the value back is its `structuredContent`
-//! or text. The stdio server is a host process here (the engine runs it in the sandbox through
-//! the same broker; the sandbox adds the same pipe to both paths).
+//! or text. The stdio server runs where the engine runs it: inside a real local sandbox (this
+//! package's own binary as its agent, the mcp crate's npm test servers bound read-only into
+//! its `/workspace`), its stdin and stdout reaching the broker through the agent, as
+//! `engine::mcp_launch` starts it. Both paths use that one broker.
 //!
-//! Run: `cargo bench -p workflow --bench workflow` (installs the npm test servers if missing)
+//! Run: `cargo bench -p rebyte --bench workflow` (as root, like every sandbox; installs the
+//! npm test servers if missing)
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -19,6 +22,7 @@ use mcp::{
     BrokerRegistry, CallToolArgs, CatalogCache, Connection, McpCallStatus, ServerConfig, StdioConfig, SystemClock,
     Timeouts, Toolset, TransportConfig,
 };
+use sandbox::{LocalBackend, LocalConfig, Sandbox, SandboxSpec, SpawnRequest};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,18 +98,26 @@ async fn main() {
     let (p50, p99) = (percentile(&mut constant, 0.5), percentile(&mut constant, 0.99));
     println!("program returning a constant ({CONSTANT_RUNS} runs): p50 {p50:?}, p99 {p99:?} (budget p50 2 ms)");
 
-    // 2. 100 sequential call_tools, in a program and directly.
-    let entry = servers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    // 2. 100 sequential call_tools, in a program and directly, to a server in a sandbox.
+    let backend = LocalBackend::new(LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte"), vec!["sandbox-agent".into()]));
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = SandboxSpec::new(format!("bench-workflow-{}", std::process::id()), dir.path().join("workspace"));
+    spec.read_only.push((servers_dir().canonicalize().unwrap(), "/workspace/servers".into()));
+    let sandbox = backend.create_local(spec).await.unwrap();
     let config = StdioConfig {
         command: "node".into(),
-        args: vec![entry.to_string_lossy().into_owned(), "stdio".into()],
-        cwd: Some(servers_dir()),
+        args: vec!["servers/node_modules/@modelcontextprotocol/server-everything/dist/index.js".into(), "stdio".into()],
         ..StdioConfig::default()
     };
+    let mut request = SpawnRequest::new(format!("exec node {}", config.args.join(" ")));
+    request.cwd = Some("/workspace".into());
+    let process = sandbox.spawn_stdio(request).await.unwrap();
     let timeouts = Timeouts::all(Duration::from_secs(20));
     let registry = BrokerRegistry::new();
     let broker = registry
-        .get_or_start("sbx_bench", "everything", || Connection::spawn_stdio("everything", &config, timeouts))
+        .get_or_start("sbx_bench", "everything", || {
+            Connection::connect_stdio("everything", process.stdout, process.stdin, timeouts)
+        })
         .await
         .unwrap();
     let toolset = Toolset::new("org", "session", cache()).with_server(
@@ -142,4 +154,7 @@ async fn main() {
         "{CALLS} sequential call_tools, median of {ROUNDS} rounds: direct {direct_p50:?}, in a program \
          {program_p50:?}: {ratio:.3}x (budget 1.2x)"
     );
+    let _ = broker.connection().terminate().await;
+    let _ = process.handle.kill().await;
+    sandbox.destroy().await.unwrap();
 }
