@@ -111,7 +111,10 @@ pub enum NetworkPolicy {
     /// A private network namespace with only loopback.
     #[default]
     Disabled,
-    /// The host's network.
+    /// The internet: a private network namespace with a veth pair to the
+    /// host and NAT, whose traffic never reaches the host's own addresses,
+    /// link-local, private or multicast ranges unless the operator allows
+    /// them (`local::NetworkConfig`).
     Enabled,
     /// A private network namespace with only loopback, and an HTTP proxy at
     /// `127.0.0.1:3128` (in `HTTP_PROXY` and friends) that reaches the
@@ -120,9 +123,10 @@ pub enum NetworkPolicy {
 }
 
 impl NetworkPolicy {
-    /// Whether the sandbox gets a network namespace of its own.
+    /// Whether the sandbox gets a network namespace of its own: every
+    /// policy does (an enabled one is routed out of it with NAT).
     pub fn private_namespace(self) -> bool {
-        self != NetworkPolicy::Enabled
+        true
     }
 }
 

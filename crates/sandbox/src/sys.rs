@@ -320,6 +320,69 @@ pub(crate) fn loopback_up() -> io::Result<()> {
     Ok(())
 }
 
+fn ifreq(name: &str) -> io::Result<libc::ifreq> {
+    if name.len() >= libc::IFNAMSIZ {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "link name too long"));
+    }
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut ifr: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in ifr.ifr_name.iter_mut().zip(name.bytes()) {
+        *dst = src as libc::c_char;
+    }
+    Ok(ifr)
+}
+
+fn sockaddr_v4(ip: std::net::Ipv4Addr) -> libc::sockaddr {
+    let sin = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: 0,
+        sin_addr: libc::in_addr { s_addr: u32::from(ip).to_be() },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: sockaddr_in and sockaddr have the same size on Linux and any
+    // bit pattern is a valid sockaddr.
+    unsafe { std::mem::transmute::<libc::sockaddr_in, libc::sockaddr>(sin) }
+}
+
+/// Gives the link `name` of this network namespace `address/prefix`, brings
+/// it up and adds a default route through `gateway` (needs CAP_NET_ADMIN).
+pub(crate) fn configure_ipv4_link(
+    name: &str,
+    address: std::net::Ipv4Addr,
+    prefix: u8,
+    gateway: std::net::Ipv4Addr,
+) -> io::Result<()> {
+    use nix::sys::socket::{AddressFamily, SockFlag, SockType, socket};
+    let sock = socket(AddressFamily::Inet, SockType::Datagram, SockFlag::SOCK_CLOEXEC, None)?;
+    let fd = sock.as_raw_fd();
+    let mask = u32::MAX.checked_shl(32 - u32::from(prefix.min(32))).unwrap_or(0);
+    let (mut addr, mut netmask, mut flags) = (ifreq(name)?, ifreq(name)?, ifreq(name)?);
+    addr.ifr_ifru.ifru_addr = sockaddr_v4(address);
+    netmask.ifr_ifru.ifru_netmask = sockaddr_v4(std::net::Ipv4Addr::from(mask));
+    // SAFETY: rtentry is plain old data; all-zero is a valid value.
+    let mut route: libc::rtentry = unsafe { std::mem::zeroed() };
+    route.rt_dst = sockaddr_v4(std::net::Ipv4Addr::UNSPECIFIED);
+    route.rt_genmask = sockaddr_v4(std::net::Ipv4Addr::UNSPECIFIED);
+    route.rt_gateway = sockaddr_v4(gateway);
+    route.rt_flags = libc::RTF_UP | libc::RTF_GATEWAY;
+    // SAFETY: each request reads or writes the one struct passed, of the
+    // type it takes (ifreq for SIOC[SG]IF*, rtentry for SIOCADDRT); the
+    // flags member of the union is the one SIOCGIFFLAGS filled.
+    unsafe {
+        if libc::ioctl(fd, libc::SIOCSIFADDR, &addr) < 0
+            || libc::ioctl(fd, libc::SIOCSIFNETMASK, &netmask) < 0
+            || libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut flags) < 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        flags.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS, &flags) < 0 || libc::ioctl(fd, libc::SIOCADDRT, &route) < 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 /// Drops every capability (bounding, ambient, effective, permitted,
 /// inheritable), so no later exec, even of a setuid-root file, regains any.
 pub(crate) fn drop_all_capabilities(last_cap: u32) -> io::Result<()> {

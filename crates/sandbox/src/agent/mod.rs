@@ -12,6 +12,7 @@
 mod control;
 mod files;
 mod mounts;
+mod netif;
 mod procs;
 mod relay;
 pub mod remount;
@@ -107,7 +108,7 @@ fn threads() -> Option<usize> {
 }
 
 /// Builds the sandbox from the init config: dial socket, private root,
-/// hostname, loopback, egress port, rlimits; then drops every capability
+/// hostname, loopback, the veth, egress port, rlimits; then drops every capability
 /// for good and installs the seccomp filter every child inherits.
 fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), String> {
     let mut relays = relay::Relays::default();
@@ -122,9 +123,13 @@ fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), Str
         ),
         None => None,
     };
+    let resolv_conf = cfg.veth.as_ref().map(netif::clone_resolv_conf).transpose()?.flatten();
     if !cfg.binds.is_empty() {
         mounts::build_root(cfg)?;
         nix::unistd::sethostname(&cfg.hostname).map_err(|e| format!("sethostname: {e}"))?;
+    }
+    if let Some(tree) = resolv_conf {
+        netif::attach_resolv_conf(tree)?;
     }
     if std::process::id() != 1 {
         // Not PID 1 (a remote agent in a container that has its own init):
@@ -133,6 +138,9 @@ fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), Str
     }
     if cfg.loopback {
         crate::sys::loopback_up().map_err(|e| format!("bring up lo: {e}"))?;
+    }
+    if let Some(veth) = &cfg.veth {
+        netif::configure(veth)?;
     }
     if let Some(egress) = &cfg.egress {
         relays

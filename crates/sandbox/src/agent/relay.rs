@@ -4,8 +4,10 @@
 //! - the egress port (restricted network): TCP `127.0.0.1:<port>` in the
 //!   sandbox, each connection relayed to the host's proxy socket;
 //! - the dial socket: a Unix socket the host connects to, says
-//!   `127.0.0.1 <port>\n`, and is relayed to that port of the sandbox's own
-//!   loopback after an `ok\n` (or told `error <reason>\n`).
+//!   `<ipv4> <port>\n`, and is relayed to that address as seen from the
+//!   sandbox's network namespace (its own loopback; anything an enabled
+//!   network reaches, under the host's rules) after an `ok\n` (or told
+//!   `error <reason>\n`).
 //!
 //! Each relay buffers at most [`CAP`] bytes per direction; a full buffer
 //! stops reading that side. Half-closes are passed on.
@@ -265,8 +267,8 @@ fn read_request(p: &mut Pair) -> bool {
     };
     let mut parts = line.split(' ');
     let addr = match (parts.next().map(str::parse::<Ipv4Addr>), parts.next().map(str::parse::<u16>), parts.next()) {
-        (Some(Ok(ip)), Some(Ok(port)), None) if ip.is_loopback() => SocketAddrV4::new(ip, port),
-        _ => return refuse(p, "expected `127.0.0.1 <port>`"),
+        (Some(Ok(ip)), Some(Ok(port)), None) if !ip.is_unspecified() => SocketAddrV4::new(ip, port),
+        _ => return refuse(p, "expected `<ipv4> <port>`"),
     };
     let fd = match socket(AddressFamily::Inet, SockType::Stream, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC, None)
     {

@@ -1,7 +1,9 @@
 //! A sandbox's way out: [`Egress::connect`] opens a TCP stream to `host:port`
 //! as the sandbox's network policy allows — the sandbox's own loopback
-//! through the agent's dial socket, anything else from the host after the
-//! policy ([`DomainPolicy`]) said yes — and [`proxy`] serves it as an HTTP
+//! through the agent's dial socket; for an enabled network anything else
+//! through it too, from the sandbox's namespace under the host's rules; for
+//! a restricted one from the host after the policy ([`DomainPolicy`]) said
+//! yes — and [`proxy`] serves it as an HTTP
 //! proxy (CONNECT and absolute-form requests) to the sandbox's processes
 //! (restricted network) and to the server's environment-origin clients.
 
@@ -12,7 +14,7 @@ pub use policy::DomainPolicy;
 
 use crate::api::NetworkPolicy;
 use crate::client::Resume;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,13 +71,15 @@ impl Egress {
     /// the sandbox's own loopback.
     pub async fn connect(&self, host: &str, port: u16) -> Result<BoxStream, EgressError> {
         let host = policy::normalize_host(host);
-        if is_loopback_name(&host) && self.network != NetworkPolicy::Enabled {
-            return self.dial_inside(port).await;
+        if is_loopback_name(&host) && self.dial_socket.is_some() {
+            return self.dial_inside(Ipv4Addr::LOCALHOST, port).await;
         }
         let restricted = match self.network {
             NetworkPolicy::Disabled => {
                 return Err(EgressError::Denied(format!("{host}: the environment's network access is disabled")));
             }
+            // From the sandbox's own namespace, under the host's rules for it.
+            NetworkPolicy::Enabled if self.dial_socket.is_some() => return self.dial_routed(&host, port).await,
             NetworkPolicy::Enabled => false,
             NetworkPolicy::Restricted => {
                 self.domains.check(&host).map_err(EgressError::Denied)?;
@@ -110,8 +114,32 @@ impl Egress {
         Err(EgressError::Unreachable(last))
     }
 
-    /// A connection to `127.0.0.1:port` inside the sandbox, made by the agent.
-    async fn dial_inside(&self, port: u16) -> Result<BoxStream, EgressError> {
+    /// `host:port` resolved on the host, dialled by the agent from the
+    /// sandbox's network namespace (IPv4 only: the sandbox has no IPv6).
+    async fn dial_routed(&self, host: &str, port: u16) -> Result<BoxStream, EgressError> {
+        let addrs = tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::lookup_host((host, port)))
+            .await
+            .map_err(|_| EgressError::Unreachable(format!("{host}: name resolution timed out")))?
+            .map_err(|e| EgressError::Unreachable(format!("{host}: {e}")))?;
+        let mut last = format!("{host}: no IPv4 address");
+        for addr in addrs {
+            let ip = match addr.ip() {
+                IpAddr::V4(ip) => ip,
+                IpAddr::V6(ip) => match ip.to_ipv4_mapped() {
+                    Some(ip) => ip,
+                    None => continue,
+                },
+            };
+            match self.dial_inside(ip, port).await {
+                Ok(stream) => return Ok(stream),
+                Err(e) => last = e.to_string(),
+            }
+        }
+        Err(EgressError::Unreachable(last))
+    }
+
+    /// A connection to `ip:port` from inside the sandbox, made by the agent.
+    async fn dial_inside(&self, ip: Ipv4Addr, port: u16) -> Result<BoxStream, EgressError> {
         let Some(path) = &self.dial_socket else {
             return Err(EgressError::Unreachable("this sandbox offers no connection to its loopback".into()));
         };
@@ -121,21 +149,21 @@ impl Egress {
         let unreachable = |e: std::io::Error| EgressError::Unreachable(format!("the sandbox's agent: {e}"));
         let dial = async {
             let mut stream = tokio::net::UnixStream::connect(path).await.map_err(unreachable)?;
-            stream.write_all(format!("127.0.0.1 {port}\n").as_bytes()).await.map_err(unreachable)?;
+            stream.write_all(format!("{ip} {port}\n").as_bytes()).await.map_err(unreachable)?;
             let mut reader = BufReader::new(stream);
             let mut line = String::new();
             reader.read_line(&mut line).await.map_err(unreachable)?;
             match line.trim_end().strip_prefix("ok") {
                 Some("") => Ok(reader),
                 _ => Err(EgressError::Unreachable(format!(
-                    "127.0.0.1:{port} inside the sandbox: {}",
+                    "{ip}:{port} from the sandbox: {}",
                     line.trim_end().trim_start_matches("error ")
                 ))),
             }
         };
         let reader = tokio::time::timeout(CONNECT_TIMEOUT, dial)
             .await
-            .map_err(|_| EgressError::Unreachable(format!("127.0.0.1:{port} inside the sandbox: timed out")))??;
+            .map_err(|_| EgressError::Unreachable(format!("{ip}:{port} from the sandbox: timed out")))??;
         // Keep the reader: it may hold the peer's first bytes (a banner).
         Ok(Box::new(reader))
     }

@@ -116,6 +116,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         egress: None,
         dial_socket: None,
         command_cgroup: None,
+        veth: None,
     })
 }
 
@@ -169,7 +170,7 @@ pub(super) async fn launch(
     let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
     let mut init = init_config(config, &spec, enforced)?;
     init.command_cgroup = cgroup.as_ref().and_then(|c| c.command_procs()).map(|p| p.display().to_string());
-    let network = match Network::prepare(&spec, &mut init) {
+    let mut network = match Network::prepare(&spec, &mut init) {
         Ok(n) => n,
         Err(e) => {
             if let Some(cg) = &cgroup {
@@ -178,7 +179,6 @@ pub(super) async fn launch(
             return Err(e);
         }
     };
-    let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
     // Agents differ only in whether they have a network namespace.
     let clone_as = if spec.network.private_namespace() { NetworkPolicy::Disabled } else { NetworkPolicy::Enabled };
     let pending = match pool.take(clone_as) {
@@ -190,8 +190,17 @@ pub(super) async fn launch(
         Some(cg) => cg.add(p.pid()).map(|()| p).map_err(|e| Error::io("move the agent into its cgroup", e)),
         None => Ok(p),
     });
-    let parts = pending.and_then(|p| p.into_parts().ok_or_else(|| Error::Create("the agent was already used".into())));
-    let (spawned, stream) = match parts {
+    // Network access enabled: the veth goes into the agent's namespace before it reads `init`.
+    let pending = match (pending, network.as_mut()) {
+        (Ok(p), Some(n)) => n.attach(&config.network, p.pid(), &mut init).await.map(|()| p),
+        (pending, _) => pending,
+    };
+    let parts = pending.and_then(|p| {
+        let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
+        let (spawned, stream) = p.into_parts().ok_or_else(|| Error::Create("the agent was already used".into()))?;
+        Ok((spawned, stream, init))
+    });
+    let (spawned, stream, init) = match parts {
         Ok(parts) => parts,
         Err(e) => {
             if let Some(cg) = &cgroup {

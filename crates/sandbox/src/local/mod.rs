@@ -1,13 +1,16 @@
 //! The `local` backend: one sandbox is one set of Linux namespaces (user,
-//! mount, pid, ipc, uts, and net unless the policy enables it; a
-//! restricted network gets its egress through the host's filtering proxy) whose PID 1
+//! mount, pid, ipc, uts and net; a restricted network gets its egress
+//! through the host's filtering proxy, an enabled one a veth pair with NAT
+//! and host-side rules) whose PID 1
 //! is the agent, with a private root, per-sandbox cgroups where the host
 //! offers them and rlimits otherwise. Needs nothing installed: the agent is
 //! this same executable (`/proc/self/exe sandbox-agent` by default).
 
 mod cgroup;
+mod dns;
 mod freeze;
 mod launch;
+mod nat;
 mod network;
 mod pool;
 mod remount;
@@ -16,6 +19,7 @@ mod system;
 mod toolchain;
 
 pub use cgroup::CgroupSupport;
+pub use nat::{BLOCKED, Ipv4Cidr, NetworkConfig};
 pub use network::{EGRESS_PORT, ProxyEndpoint};
 pub use sandbox::LocalSandbox;
 pub use toolchain::Toolchain;
@@ -46,6 +50,8 @@ pub struct LocalConfig {
     /// Use cgroups where the host offers them (limits, freezing). Without,
     /// limits fall back to rlimits and pause to SIGSTOP/SIGCONT.
     pub use_cgroups: bool,
+    /// Addresses and allowed ranges of `enabled` sandboxes (veth + NAT).
+    pub network: NetworkConfig,
 }
 
 impl Default for LocalConfig {
@@ -57,6 +63,7 @@ impl Default for LocalConfig {
             ready_timeout: Duration::from_secs(10),
             warm_agents: 1,
             use_cgroups: true,
+            network: NetworkConfig::default(),
         }
     }
 }

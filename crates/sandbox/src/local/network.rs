@@ -1,14 +1,16 @@
 //! The host side of a local sandbox's network: a private run directory
 //! (bound read-only at `/run/rebyte`) holding the agent's dial socket and,
 //! for a restricted network, the proxy socket its egress port relays to;
-//! the proxy task; and a lazily started host proxy port for the server's
-//! own environment-origin clients. Everything stops and is removed with
-//! the sandbox.
+//! the proxy task; for an enabled network the veth pair, its rules
+//! (`local::nat`) and the DNS forwarder (`local::dns`); and a lazily
+//! started host proxy port for the server's own environment-origin
+//! clients. Everything stops and is removed with the sandbox.
 
+use super::nat::{NetworkConfig, Veth};
 use crate::api::{NetworkPolicy, SandboxSpec};
 use crate::egress::{Egress, proxy};
 use crate::error::{Error, Result};
-use crate::wire::{BindSpec, EgressInit, InitConfig};
+use crate::wire::{BindSpec, EgressInit, InitConfig, VethInit};
 use rand::Rng;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,6 +35,8 @@ pub(crate) struct Network {
     run_dir: PathBuf,
     tasks: std::sync::Mutex<Vec<AbortHandle>>,
     host_proxy: tokio::sync::OnceCell<ProxyEndpoint>,
+    /// Network access enabled: the veth pair, once the agent exists.
+    veth: Option<Veth>,
 }
 
 impl Network {
@@ -50,8 +54,13 @@ impl Network {
             dial_socket: Some(dial.clone()),
             resume: None,
         });
-        let network =
-            Network { egress, run_dir: run_dir.clone(), tasks: Default::default(), host_proxy: Default::default() };
+        let network = Network {
+            egress,
+            run_dir: run_dir.clone(),
+            tasks: Default::default(),
+            host_proxy: Default::default(),
+            veth: None,
+        };
         init.dial_socket = Some(path_str(&dial)?);
         if spec.network == NetworkPolicy::Restricted {
             let socket = run_dir.join("egress.sock");
@@ -75,6 +84,36 @@ impl Network {
             }
         }
         Ok(Some(network))
+    }
+
+    /// Network access enabled: creates the veth pair into the network
+    /// namespace of `pid` (the agent, still waiting for `init`), its rules
+    /// and the DNS forwarder, and tells the agent its address.
+    pub async fn attach(&mut self, config: &NetworkConfig, pid: i32, init: &mut InitConfig) -> Result<()> {
+        if self.egress.network != NetworkPolicy::Enabled {
+            return Ok(());
+        }
+        // `ip` and `nft` take a few milliseconds: not on an async worker.
+        let config = config.clone();
+        let veth = tokio::task::spawn_blocking(move || Veth::create(&config, pid))
+            .await
+            .map_err(|e| Error::Create(format!("create the sandbox's network: {e}")))??;
+        let mut resolv_conf = None;
+        if let Some(upstream) = super::dns::host_resolver() {
+            let tasks = super::dns::start(veth.host, upstream)
+                .map_err(|e| Error::io(format!("start the sandbox's DNS forwarder on {}", veth.host), e))?;
+            for task in tasks {
+                self.track(task);
+            }
+            let file = self.run_dir.join("resolv.conf");
+            std::fs::write(&file, super::dns::resolv_conf(veth.host))
+                .map_err(|e| Error::io("write the sandbox's resolv.conf", e))?;
+            resolv_conf = Some(path_str(&file)?);
+        }
+        init.veth =
+            Some(VethInit { name: "eth0".into(), address: veth.sandbox, prefix: 30, gateway: veth.host, resolv_conf });
+        self.veth = Some(veth);
+        Ok(())
     }
 
     /// Lets dials into the sandbox resume it first.

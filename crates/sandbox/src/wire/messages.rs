@@ -209,6 +209,25 @@ pub struct InitConfig {
     /// headroom): opened before the root is built.
     #[serde(default)]
     pub command_cgroup: Option<String>,
+    /// Network access enabled: the `eth0` of a veth pair the host created in
+    /// the agent's network namespace, configured before privileges drop.
+    #[serde(default)]
+    pub veth: Option<VethInit>,
+}
+
+/// How the agent configures its end of an `enabled` sandbox's veth pair.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VethInit {
+    /// The link's name in the sandbox (`eth0`).
+    pub name: String,
+    /// The sandbox's address, its prefix length and the default gateway
+    /// (the host end).
+    pub address: std::net::Ipv4Addr,
+    pub prefix: u8,
+    pub gateway: std::net::Ipv4Addr,
+    /// A host file bound read-only over the sandbox's `/etc/resolv.conf`
+    /// (following its symlinks inside the sandbox).
+    pub resolv_conf: Option<String>,
 }
 
 /// Where the agent's egress port listens and relays to.

@@ -1,6 +1,7 @@
 //! Test modules and the helpers they share.
 
 mod basics;
+mod enabled_network;
 mod files;
 mod fork;
 mod isolation;
