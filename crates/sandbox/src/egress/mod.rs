@@ -7,6 +7,9 @@
 //! proxy (CONNECT and absolute-form requests) to the sandbox's processes
 //! (restricted network) and to the server's environment-origin clients.
 
+pub mod ca;
+pub mod intercept;
+pub mod placeholders;
 pub mod policy;
 pub mod proxy;
 
@@ -50,6 +53,8 @@ pub struct Egress {
     pub dial_socket: Option<PathBuf>,
     /// Resumes a paused sandbox before a dial into it.
     pub resume: Option<Arc<dyn Resume>>,
+    /// Limited secrets, swapped in toward their hosts by the proxy.
+    pub secrets: Option<Arc<intercept::Interception>>,
 }
 
 impl std::fmt::Debug for Egress {

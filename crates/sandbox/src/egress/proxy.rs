@@ -38,11 +38,11 @@ pub async fn serve_tcp(listener: tokio::net::TcpListener, egress: Arc<Egress>, u
     }
 }
 
-struct Head {
-    method: String,
-    target: String,
-    version: String,
-    headers: Vec<(String, String)>,
+pub(super) struct Head {
+    pub method: String,
+    pub target: String,
+    pub version: String,
+    pub headers: Vec<(String, String)>,
 }
 
 impl Head {
@@ -51,7 +51,7 @@ impl Head {
     }
 }
 
-fn parse_head(bytes: &[u8]) -> Option<Head> {
+pub(super) fn parse_head(bytes: &[u8]) -> Option<Head> {
     let text = std::str::from_utf8(bytes).ok()?;
     let mut lines = text.split("\r\n");
     let mut parts = lines.next()?.split(' ');
@@ -86,7 +86,7 @@ fn split_authority(authority: &str, default: Option<u16>) -> Option<(String, u16
     }
 }
 
-async fn respond<S: AsyncWrite + Unpin>(client: &mut S, status: &str, extra: &str, body: &str) {
+pub(super) async fn respond<S: AsyncWrite + Unpin>(client: &mut S, status: &str, extra: &str, body: &str) {
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n{extra}\r\n{body}",
         body.len()
@@ -96,7 +96,7 @@ async fn respond<S: AsyncWrite + Unpin>(client: &mut S, status: &str, extra: &st
 }
 
 /// Reads the request head; returns it with any bytes that followed it.
-async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> Option<(Vec<u8>, Vec<u8>)> {
+pub(super) async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> Option<(Vec<u8>, Vec<u8>)> {
     tokio::time::timeout(HEAD_TIMEOUT, read_head_after(client, Vec::with_capacity(1024))).await.ok().flatten()
 }
 
@@ -123,7 +123,7 @@ async fn read_head_after<S: AsyncRead + Unpin>(client: &mut S, mut buf: Vec<u8>)
     read.await
 }
 
-async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egress, auth: Option<&str>) {
+async fn handle<S: AsyncRead + AsyncWrite + Unpin + Send>(mut client: S, egress: &Egress, auth: Option<&str>) {
     let Some((raw, rest)) = read_head(&mut client).await else { return };
     let Some(head) = parse_head(&raw) else {
         return respond(&mut client, "400 Bad Request", "", "rebyte egress: malformed request\n").await;
@@ -138,7 +138,14 @@ async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egres
     let connect = head.method.eq_ignore_ascii_case("CONNECT");
     let (host, port, forward) = if connect {
         match split_authority(&head.target, None) {
-            Some((h, p)) => (h, p, None),
+            Some((h, p)) => match &egress.secrets {
+                // A host a limited secret may be sent to: looked inside.
+                Some(secrets) if secrets.placeholders.intercepts(&super::policy::normalize_host(&h)) => {
+                    let host = super::policy::normalize_host(&h);
+                    return super::intercept::serve(client, rest, host, p, egress, secrets).await;
+                }
+                _ => (h, p, None),
+            },
             None => {
                 return respond(&mut client, "400 Bad Request", "", "rebyte egress: CONNECT needs host:port\n").await;
             }
@@ -155,7 +162,16 @@ async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egres
             return respond(&mut client, "400 Bad Request", "", "rebyte egress: bad URL\n").await;
         };
         let path = if path.starts_with('?') { format!("/{path}") } else { path.to_string() };
-        (h, p, Some(origin_head(&head, &path)))
+        let forwarded = match &egress.secrets {
+            Some(secrets) => secrets.swapped(&super::policy::normalize_host(&h), &head),
+            None => None,
+        };
+        let head = forwarded.as_ref().unwrap_or(&head);
+        let path = match &egress.secrets {
+            Some(secrets) => secrets.placeholders.substitute(&super::policy::normalize_host(&h), &path).into_owned(),
+            None => path,
+        };
+        (h, p, Some(origin_head(head, &path)))
     };
     let mut upstream = match egress.connect(&host, port).await {
         Ok(s) => s,
@@ -189,7 +205,7 @@ async fn handle<S: AsyncRead + AsyncWrite + Unpin>(mut client: S, egress: &Egres
 /// One forwarded request: the rest of the request body goes up while the
 /// response comes down with `Connection: close`, so the client opens a new
 /// proxy connection for its next request (which may be for another host).
-async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(client: S, upstream: super::BoxStream) {
+pub(super) async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(client: S, upstream: super::BoxStream) {
     let (mut client_r, mut client_w) = tokio::io::split(client);
     let (mut up_r, mut up_w) = tokio::io::split(upstream);
     let up = async {
@@ -239,7 +255,7 @@ fn close_response(head: &[u8], interim: bool) -> Vec<u8> {
 
 /// The request as the origin server sees it: origin-form target, no proxy
 /// headers, and `Connection: close`.
-fn origin_head(head: &Head, path: &str) -> Vec<u8> {
+pub(super) fn origin_head(head: &Head, path: &str) -> Vec<u8> {
     let mut out = format!("{} {} {}\r\n", head.method, path, head.version);
     const HOP: &[&str] = &["proxy-authorization", "proxy-connection", "connection", "keep-alive"];
     for (name, value) in &head.headers {

@@ -53,6 +53,7 @@ impl Network {
             domains: spec.domains.clone(),
             dial_socket: Some(dial.clone()),
             resume: None,
+            secrets: None,
         });
         let network = Network {
             egress,

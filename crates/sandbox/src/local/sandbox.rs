@@ -104,6 +104,7 @@ static HOST_NETWORK: Egress = Egress {
     domains: crate::egress::DomainPolicy { allowed: Vec::new(), blocked: Vec::new() },
     dial_socket: None,
     resume: None,
+    secrets: None,
 };
 
 /// A sandbox on this machine. See [`Sandbox`].

@@ -6,6 +6,7 @@ mod files;
 mod fork;
 mod isolation;
 mod kill;
+mod limited_secrets;
 mod limits;
 mod network;
 mod output;
