@@ -37,6 +37,8 @@ async function signIn(event) {
     $("key").value = "";
     showSignedIn(true);
     startPolling();
+    loadAgentChoices().catch(showError);
+    route().catch(showError);
   } catch (err) {
     sessionStorage.removeItem(KEY);
     showError(err);
@@ -48,6 +50,7 @@ function signOut() {
   closeDetails();
   for (const list of ["sessions", "environments", "agents"]) $(list).replaceChildren();
   selectTab("sessions");
+  if (location.hash) history.replaceState(null, "", location.pathname);
   sessionStorage.removeItem(KEY);
   showSignedIn(false);
 }
@@ -71,6 +74,7 @@ function selectTab(name) {
 
 function showTab(name) {
   closeDetails();
+  if (location.hash) history.replaceState(null, "", location.pathname);
   selectTab(name);
   if (name === "environments") return loadEnvironments(true);
   if (name === "agents") return loadAgents(true);
@@ -86,11 +90,47 @@ function showTab(name) {
 const sessionRow = (session) =>
   listRow("sessionId", session.id, session.status, session.created_at, (id) => open(id), session.id === selectedSession());
 
-const loadSessions = pager("/v1/agents/sessions", "sessions", "more", sessionRow);
+// Filters: by agent (the API's `agent_id`) and by status (here: the API has none).
+const agentFilter = () => ($("filter-agent").value ? { agent_id: $("filter-agent").value } : {});
+const statusFilter = (session) => !$("filter-status").value || session.status === $("filter-status").value;
 
+const loadSessions = pager("/v1/agents/sessions", "sessions", "more", sessionRow, { query: agentFilter, keep: statusFilter });
+
+/** The saved agents as choices of the agent filter (read once signed in). */
+async function loadAgentChoices() {
+  const page = await api("GET", withQuery("/v1/agents", { limit: "100", order: "desc" }));
+  const select = $("filter-agent");
+  const chosen = select.value;
+  const options = page.data.map((agent) => {
+    const option = document.createElement("option");
+    option.value = agent.id;
+    option.textContent = agent.name ? `${agent.name} (${agent.id})` : agent.id;
+    return option;
+  });
+  select.replaceChildren(select.options[0], ...options);
+  select.value = chosen;
+}
+
+/** Opens a session, its id in the URL's fragment (`#/sessions/ID`, never the key). */
 async function open(id) {
   closeDetails();
-  await openSession(id);
+  history.replaceState(null, "", `#/sessions/${encodeURIComponent(id)}`);
+  try {
+    await openSession(id);
+  } catch (err) {
+    // Another organization's id, or a deleted session: "not found", nothing open.
+    closeSession();
+    throw err;
+  }
+}
+
+/** Opens what the URL's fragment names (a session), if anything. */
+function route() {
+  const match = /^#\/sessions\/([^/]+)$/.exec(location.hash);
+  if (!match || !key()) return Promise.resolve();
+  const id = decodeURIComponent(match[1]);
+  if (id === selectedSession()) return Promise.resolve();
+  return open(id);
 }
 
 let poller = null;
@@ -102,7 +142,7 @@ let poller = null;
  */
 async function poll() {
   if (tab !== "sessions" || !key()) return;
-  const page = await api("GET", withQuery("/v1/agents/sessions", { limit: String(PAGE), order: "desc" }));
+  const page = await api("GET", withQuery("/v1/agents/sessions", { limit: String(PAGE), order: "desc", ...agentFilter() }));
   if (tab !== "sessions") return;
   const list = $("sessions");
   const rowOf = (id) => list.querySelector(`button[data-session-id="${CSS.escape(id)}"]`);
@@ -117,7 +157,7 @@ async function poll() {
   // the first listed one are new.
   const newest = list.querySelector("button[data-session-id]");
   const known = newest ? page.data.findIndex((s) => s.id === newest.dataset.sessionId) : page.data.length;
-  const added = page.data.slice(0, known < 0 ? page.data.length : known).filter((s) => !rowOf(s.id));
+  const added = page.data.slice(0, known < 0 ? page.data.length : known).filter((s) => !rowOf(s.id) && statusFilter(s));
   for (const session of added.reverse()) list.prepend(sessionRow(session));
 }
 
@@ -144,6 +184,10 @@ function start() {
   $("signout").addEventListener("click", signOut);
   $("refresh").addEventListener("click", () => loadSessions(true).catch(showError));
   $("more").addEventListener("click", () => loadSessions(false).catch(showError));
+  for (const filter of ["filter-agent", "filter-status"]) {
+    $(filter).addEventListener("change", () => loadSessions(true).catch(showError));
+  }
+  window.addEventListener("hashchange", () => route().catch(showError));
   for (const t of TABS) $(`tab-${t}`).addEventListener("click", () => showTab(t).catch(showError));
   startSessionView();
   startEnvironments();
@@ -163,10 +207,15 @@ function start() {
   if (key()) {
     showSignedIn(true);
     startPolling();
-    loadSessions(true).catch((err) => {
-      showError(err);
-      if (err.status === 401) signOut();
-    });
+    loadSessions(true)
+      .then(() => {
+        loadAgentChoices().catch(showError);
+        return route();
+      })
+      .catch((err) => {
+        showError(err);
+        if (err.status === 401) signOut();
+      });
   } else {
     showSignedIn(false);
   }

@@ -96,17 +96,37 @@ export async function all(path, query, max = 1000) {
   return out;
 }
 
-/** A newest-first list of one resource, paged with `after` and a More button. */
-export function pager(path, listId, moreId, row) {
+/**
+ * A newest-first list of one resource, paged with `after` and a More button.
+ * `options.query()` adds to each request's query (a server-side filter);
+ * `options.keep(item)` drops rows (a filter the API lacks): pages are then read
+ * until a page's worth of rows is shown, or the list ends.
+ */
+export function pager(path, listId, moreId, row, options = {}) {
+  const extra = options.query || (() => ({}));
+  const keep = options.keep || (() => true);
   let last = null;
+  let generation = 0;
   return async function load(fresh) {
-    const query = { limit: String(PAGE), order: "desc" };
-    if (!fresh && last) query.after = last;
-    const page = await api("GET", withQuery(path, query));
-    if (fresh) $(listId).replaceChildren();
-    for (const item of page.data) $(listId).append(row(item));
-    last = fresh ? page.last_id : page.last_id || last;
-    $(moreId).hidden = !page.has_more;
+    const mine = fresh ? ++generation : generation;
+    let shown = 0;
+    let more = true;
+    let first = true;
+    for (let reads = 0; shown < PAGE && more && reads < 25; reads++) {
+      const query = { limit: String(PAGE), order: "desc", ...extra() };
+      if (!(fresh && first) && last) query.after = last;
+      const page = await api("GET", withQuery(path, query));
+      if (mine !== generation) return;
+      if (fresh && first) $(listId).replaceChildren();
+      first = false;
+      for (const item of page.data.filter(keep)) {
+        $(listId).append(row(item));
+        shown++;
+      }
+      last = page.last_id || last;
+      more = page.has_more;
+    }
+    $(moreId).hidden = !more;
   };
 }
 

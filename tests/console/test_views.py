@@ -4,6 +4,7 @@ overview from /metrics, and a sessions list that shows new sessions live."""
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from pathlib import Path
 
@@ -134,3 +135,62 @@ def test_a_session_created_elsewhere_appears_in_the_list(browser, url: str, mode
     open_session(browser, second["id"])
     wait(browser, lambda b: turn_status(b, turn_id) == "completed")
     assert rows(browser, "sessions", "data-session-id") == [third["id"], second["id"], first["id"]], "no row twice"
+
+
+def test_a_session_named_in_the_url_opens_and_another_organizations_is_not_found(
+    browser, url: str, admin: Api, org: tuple[str, Api], tmp_path: Path
+):
+    _, api = org
+    mine = api.session()
+    _, stranger = admin.org_key(["tasks:read", "tasks:write"])
+    theirs = stranger.session()
+    sign_in(browser, url, api.key)
+    browser.get(f"{url}/console/#/sessions/{mine['id']}")
+    wait(browser, lambda b: b.find_element(By.ID, "session").is_displayed() and b.find_element(By.ID, "session-title").text == mine["id"])
+    wait(browser, lambda b: b.find_element(By.ID, "stream-status").text == "live")
+    assert api.key not in browser.current_url
+    browser.get(f"{url}/console/#/sessions/{theirs['id']}")
+    wait(browser, lambda b: error_text(b).startswith("404 not_found_error: "))
+    assert theirs["id"] in error_text(browser)
+    assert not browser.find_element(By.ID, "session").is_displayed()
+    browser.save_screenshot(str(tmp_path / "not-found.png"))
+    # Opening a session from the list names it in the URL.
+    wait(browser, lambda b: rows(b, "sessions", "data-session-id") == [mine["id"]])
+    open_session(browser, mine["id"])
+    assert browser.current_url == f"{url}/console/#/sessions/{mine['id']}"
+
+
+def test_the_sessions_list_filters_by_agent_and_status(
+    browser, url: str, model: Model, org: tuple[str, Api], tmp_path: Path
+):
+    from selenium.webdriver.support.ui import Select
+
+    _, api = org
+    tool = {"type": "function", "name": "now", "description": "The time", "parameters": {"type": "object", "properties": {}}}
+    agent = api.ok("POST", "/v1/agents", {"model": "gpt-test", "name": "filtered", "tools": [tool]})
+    on_agent = [api.ok("POST", "/v1/agents/sessions", {"agent_id": agent["id"], "environment": {"type": "none"}}) for _ in range(2)]
+    inline = api.session()
+    model.script({"type": "reply", "text": "", "tool_calls": [{"id": "call_f", "name": "now", "arguments": {}}]})
+    api.send(on_agent[0]["id"], "What time is it?")
+    wait(browser, lambda b: api.ok("GET", f"/v1/agents/sessions/{on_agent[0]['id']}")["status"] == "requires_action")
+    sign_in(browser, url, api.key)
+    listed = lambda b: rows(b, "sessions", "data-session-id")  # noqa: E731
+    assert listed(browser) == [inline["id"], on_agent[1]["id"], on_agent[0]["id"]]
+    wait(browser, lambda b: len(b.find_elements(By.CSS_SELECTOR, "#filter-agent option")) == 2)
+    Select(browser.find_element(By.ID, "filter-agent")).select_by_value(agent["id"])
+    wait(browser, lambda b: listed(b) == [on_agent[1]["id"], on_agent[0]["id"]])
+    Select(browser.find_element(By.ID, "filter-status")).select_by_value("requires_action")
+    wait(browser, lambda b: listed(b) == [on_agent[0]["id"]])
+    browser.save_screenshot(str(tmp_path / "filtered.png"))
+    Select(browser.find_element(By.ID, "filter-agent")).select_by_value("")
+    Select(browser.find_element(By.ID, "filter-status")).select_by_value("idle")
+    wait(browser, lambda b: listed(b) == [inline["id"], on_agent[1]["id"]])
+    # A new session that does not match stays out of the live list.
+    Select(browser.find_element(By.ID, "filter-status")).select_by_value("requires_action")
+    wait(browser, lambda b: listed(b) == [on_agent[0]["id"]])
+    api.session()
+    time.sleep(3)  # past a poll of the list
+    assert listed(browser) == [on_agent[0]["id"]]
+    Select(browser.find_element(By.ID, "filter-status")).select_by_value("")
+    wait(browser, lambda b: len(listed(b)) == 4)
+    assert error_text(browser) == ""
