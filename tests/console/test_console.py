@@ -321,3 +321,18 @@ def test_an_environments_setup_log_grows_on_screen_until_ready(browser, url: str
     wait(browser, lambda b: "/workspace/a.txt (5 bytes)" in files(b))
     assert error_text(browser) == ""
     browser.save_screenshot(str(tmp_path / "ready.png"))
+
+
+def test_no_console_module_uses_a_markup_or_code_sink():
+    """Every value is rendered with textContent: no module of the console
+    writes markup (innerHTML and the like) or runs strings as code."""
+    import re
+
+    from conftest import REPO_ROOT
+
+    sinks = re.compile(r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setTimeout\(\s*[\"'`]")
+    modules = sorted((REPO_ROOT / "console").glob("*.js"))
+    assert len(modules) >= 7
+    for module in modules:
+        found = sinks.findall(module.read_text())
+        assert found == [], f"{module.name}: {found}"
