@@ -61,6 +61,15 @@ enum Command {
         /// sandbox has no quota but still competes as one group for its fair share.
         #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
         sandbox_cpus: Option<f64>,
+        /// An IPv4 range that sandboxes with network access `enabled` may reach although it is
+        /// private, link-local or otherwise blocked (repeatable or comma-separated, e.g.
+        /// 10.1.0.0/16); never the host's own addresses nor other sandboxes.
+        #[arg(long = "sandbox-allow-cidr", env = "REBYTE_SANDBOX_ALLOW_CIDR", value_delimiter = ',')]
+        sandbox_allow_cidr: Vec<sandbox::local::Ipv4Cidr>,
+        /// Where each `enabled` sandbox's /30 (its veth pair to the host) comes from: a range
+        /// unused on this host's networks.
+        #[arg(long, env = "REBYTE_SANDBOX_ADDRESS_POOL", default_value = "10.200.0.0/16")]
+        sandbox_address_pool: sandbox::local::Ipv4Cidr,
         /// Seconds an environment's sandbox may go unused before it is paused (fractions
         /// allowed); its environment is `suspended` until the next use resumes it.
         #[arg(long, env = "REBYTE_IDLE_PAUSE", default_value_t = 600.0)]
@@ -205,6 +214,8 @@ async fn run() -> Result<()> {
             config: models_config,
             master_key_file,
             sandbox_cpus,
+            sandbox_allow_cidr,
+            sandbox_address_pool,
             idle_pause,
             node_id,
             advertise,
@@ -234,6 +245,8 @@ async fn run() -> Result<()> {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");
                 config.sandbox_limits.cpu_millicores = Some((cpus * 1000.0).round().max(10.0) as u64);
             }
+            config.sandbox_network =
+                sandbox::local::NetworkConfig { pool: sandbox_address_pool, allow: sandbox_allow_cidr };
             config.idle_pause = std::time::Duration::try_from_secs_f64(idle_pause)
                 .ok()
                 .filter(|d| !d.is_zero())

@@ -77,6 +77,8 @@ pub struct Config {
     pub idle_pause: std::time::Duration,
     /// The resource limits of every environment's sandbox.
     pub sandbox_limits: sandbox::Limits,
+    /// Addresses of `enabled` sandboxes and the blocked ranges they may reach anyway.
+    pub sandbox_network: sandbox::local::NetworkConfig,
     /// This node's id in a cluster (PostgreSQL); default `<hostname>-<8 hex digits of the data directory's path>`.
     pub node_id: Option<String>,
     /// Where other nodes reach this one; default `http://<listen address>`.
@@ -103,6 +105,7 @@ impl Config {
             setup_timeout: std::time::Duration::from_secs(600),
             idle_pause: std::time::Duration::from_secs(600),
             sandbox_limits: sandbox::Limits::default(),
+            sandbox_network: sandbox::local::NetworkConfig::default(),
             node_id: None,
             advertise: None,
             cluster_secret: None,
@@ -208,6 +211,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         Some((program, args)) => sandbox::LocalConfig::with_agent(program, args.clone()),
         None => sandbox::LocalConfig::default(),
     };
+    let local = sandbox::LocalConfig { network: config.sandbox_network.clone(), ..local };
     let backend: Arc<dyn sandbox::Backend> = Arc::new(sandbox::LocalBackend::new(local));
     // One registry for the server: the engine, its environments and the HTTP layer record into it.
     let metrics = Arc::new(telemetry::Metrics::default());

@@ -83,3 +83,17 @@ fn a_server_that_cannot_listen_says_where_in_one_line() {
     assert!(last.contains("in use"), "the cause, once: {err}");
     assert!(!err.contains("stack backtrace") && !err.contains("Caused by"), "{err}");
 }
+
+#[test]
+fn a_sandbox_allow_range_that_is_not_a_range_stops_the_start_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["10.1.2.3/8", "fd00::/8", "10.0.0.0/33"] {
+        let out = rebyte(
+            &["serve", "--listen", "127.0.0.1:0", "--data-dir", "data", "--sandbox-allow-cidr", bad],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        assert!(stderr(&out).contains("--sandbox-allow-cidr"), "{}", stderr(&out));
+    }
+    assert!(tree(dir.path()).is_empty(), "nothing written");
+}

@@ -7,6 +7,8 @@ mod cluster;
 mod console;
 mod conversations;
 mod database_url;
+mod environment_fork;
+mod environment_network;
 mod environment_packages;
 mod environment_restart;
 mod environment_runtime;
