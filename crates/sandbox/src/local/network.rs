@@ -41,7 +41,7 @@ pub(crate) struct Network {
 
 impl Network {
     /// Prepares the run directory (and the egress proxy, if restricted) and
-    /// adds what the agent needs to `init`. `None` for the host's network.
+    /// adds what the agent needs to `init` (`None` would be the host's network: no policy shares it).
     pub fn prepare(spec: &SandboxSpec, init: &mut InitConfig) -> Result<Option<Network>> {
         if !spec.network.private_namespace() {
             return Ok(None);
