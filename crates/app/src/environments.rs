@@ -7,8 +7,8 @@
 use crate::{App, Error, Result, now};
 use base64::Engine as _;
 use protocol::environment::{
-    EnvironmentConfig, EnvironmentCreate, EnvironmentFile, EnvironmentRecord, EnvironmentStatus, FileParam, HostedFile,
-    NetworkAccess,
+    EnvironmentConfig, EnvironmentCreate, EnvironmentFile, EnvironmentFork, EnvironmentRecord, EnvironmentStatus,
+    FileParam, HostedFile, NetworkAccess,
 };
 use protocol::ids::{EnvironmentId, SessionId};
 use protocol::list::{Order, PageRequest};
@@ -185,6 +185,8 @@ pub fn new_record(config: EnvironmentConfig, files: Vec<HostedFile>, owner: Opti
         skills: Vec::new(),
         node: None,
         template: None,
+        forked_from: None,
+        name: None,
     }
 }
 
@@ -341,6 +343,51 @@ impl Service<'_> {
         }
         self.app.envs.restart(self.org, id).await.map_err(|e| Error::Conflict(e.message))?;
         self.get(id).await
+    }
+
+    /// A new environment (same organization, same configuration, ready
+    /// without setup) whose files are a copy-on-write copy of `id`'s now; `id`
+    /// keeps running and its processes are not copied. Only a ready (or
+    /// idle-paused) environment can be forked: others are a 409.
+    pub async fn fork(&self, id: &EnvironmentId, req: EnvironmentFork) -> Result<EnvironmentRecord> {
+        let source = self.get(id).await?;
+        if !matches!(source.status, EnvironmentStatus::Ready | EnvironmentStatus::Suspended) {
+            let status = serde_json::to_value(source.status).ok().and_then(|v| v.as_str().map(str::to_string));
+            return Err(Error::Conflict(format!(
+                "environment '{id}' is {}; only a ready environment can be forked",
+                status.unwrap_or_else(|| "not ready".into())
+            )));
+        }
+        let metadata = req.metadata.unwrap_or_default();
+        protocol::validate::metadata("metadata", &metadata)?;
+        if let Some(name) = &req.name
+            && (name.is_empty() || name.chars().count() > 256)
+        {
+            return Err(Error::invalid("name", "name must be 1 to 256 characters"));
+        }
+        let mut record = new_record(source.config.clone(), source.files.clone(), None);
+        record.status = EnvironmentStatus::Ready;
+        record.node = self.app.engine.node_id();
+        record.skills = source.skills.clone();
+        record.metadata = metadata;
+        record.vault_ids = source.vault_ids.clone();
+        record.template = source.template.clone();
+        record.forked_from = Some(id.clone());
+        record.name = req.name;
+        self.app.envs.fork(self.org, id, &record.id).await.map_err(|e| match e.code.as_str() {
+            engine::environments::TOO_MANY_SANDBOXES => Error::RateLimited {
+                code: "too_many_sandboxes",
+                message: e.message,
+                retry_after: std::time::Duration::from_secs(5),
+            },
+            engine::environments::FORK_BUSY => Error::Conflict(e.message),
+            _ => Error::Internal(e.message),
+        })?;
+        if let Err(e) = self.app.store.put_environment(self.org, &record).await {
+            self.app.envs.destroy(&record.id, true).await;
+            return Err(e.into());
+        }
+        Ok(record)
     }
 
     /// Stops everything in an environment and deletes it with its files.

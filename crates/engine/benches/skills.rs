@@ -74,6 +74,8 @@ fn record(id: &EnvironmentId, skilled: bool) -> EnvironmentRecord {
         setup_log: None,
         node: None,
         template: None,
+        forked_from: None,
+        name: None,
         setup: None,
         vault_ids: Vec::new(),
     }

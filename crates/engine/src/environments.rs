@@ -26,6 +26,10 @@ use store::Store;
 use telemetry::{Gauge, Metrics};
 use tokio::sync::broadcast;
 
+mod fork;
+
+pub use fork::FORK_BUSY;
+
 /// How many changes a listener may fall behind before it misses some.
 const CHANGES_BUFFERED: usize = 256;
 
@@ -118,6 +122,8 @@ pub struct Environments {
     records: tokio::sync::Mutex<()>,
     metrics: Arc<Metrics>,
     changes: broadcast::Sender<Change>,
+    /// The workspaces' shared layers (forks, snapshots) under `config.root`.
+    layers: sandbox::layers::LayerStore,
 }
 
 impl Environments {
@@ -130,7 +136,8 @@ impl Environments {
     ) -> Arc<Self> {
         let records = tokio::sync::Mutex::new(());
         let (changes, _) = broadcast::channel(CHANGES_BUFFERED);
-        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics, changes });
+        let layers = sandbox::layers::LayerStore::new(&config.root);
+        let this = Arc::new(Self { store, backend, config, live: Mutex::default(), records, metrics, changes, layers });
         for (gauge, paused) in [(Gauge::SandboxesRunning, false), (Gauge::SandboxesPaused, true)] {
             let weak = Arc::downgrade(&this);
             this.metrics.read(gauge, Box::new(move || weak.upgrade().map_or(0, |envs| envs.count(paused))));
@@ -395,6 +402,9 @@ impl Environments {
         if !record.packages().system.is_empty() {
             spec.writable_system = Some(dir.join("system"));
         }
+        if let Err(e) = self.layers.prepare(&dir, &mut spec) {
+            return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await);
+        }
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,
             Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
@@ -504,6 +514,10 @@ impl Environments {
         }
         if remove_files {
             let _ = std::fs::remove_dir_all(self.config.root.join(env_id.as_str()));
+            // Its layers go with it unless another environment uses them.
+            if let Err(e) = self.layers.collect().await {
+                tracing::warn!(environment = %env_id, error = %e, "collecting unused workspace layers failed");
+            }
         }
     }
 

@@ -129,6 +129,16 @@ pub struct EnvironmentCreate {
     pub metadata: Option<Metadata>,
 }
 
+/// `POST /v1/agents/environments/{id}/fork` (a Rebyte extension; the body is optional).
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnvironmentFork {
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub metadata: Option<Metadata>,
+}
+
 /// Where an environment is in its life.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -262,6 +272,12 @@ pub struct EnvironmentRecord {
     /// The template (and its version) it was created from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<crate::environment_template::TemplateOrigin>,
+    /// The environment it was forked from, if it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<EnvironmentId>,
+    /// A name given at a fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// The environment resource (`agent.environment`).
@@ -293,6 +309,12 @@ pub struct Environment {
     /// Rebyte extension: the template (and its version) it was created from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environment_template: Option<crate::environment_template::TemplateOrigin>,
+    /// Rebyte extension: the environment this one was forked from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<String>,
+    /// Rebyte extension: the name given at a fork.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub metadata: Metadata,
 }
 
@@ -368,6 +390,8 @@ impl EnvironmentRecord {
             setup_log: self.setup_log.clone(),
             setup: self.setup.clone(),
             environment_template: self.template.clone(),
+            forked_from: self.forked_from.as_ref().map(|id| id.to_string()),
+            name: self.name.clone(),
             metadata: self.metadata.clone(),
         }
     }

@@ -74,7 +74,8 @@ fn environment_of(method: &Method, path: &str) -> Option<String> {
     let direct = (tail.is_empty() && method == Method::DELETE)
         || tail == "files"
         || tail.starts_with("files/")
-        || tail == "restart";
+        || tail == "restart"
+        || tail == "fork";
     direct.then(|| id.to_string())
 }
 

@@ -4,13 +4,14 @@
 use super::op::{Op, of};
 use super::{Doc, views};
 use app::environments::FileCreate;
-use protocol::environment::{Environment, EnvironmentCreate, EnvironmentDeleted, EnvironmentFile};
+use protocol::environment::{Environment, EnvironmentCreate, EnvironmentDeleted, EnvironmentFile, EnvironmentFork};
 use protocol::list::List;
 use protocol::vault::{Credential, CredentialCreate, CredentialUpdate, Deleted, Vault, VaultCreate, VaultUpdate};
 use serde_json::json;
 
 const ENVIRONMENT: &str = "/v1/agents/environments/{environment_id}";
 const RESTART: &str = "/v1/agents/environments/{environment_id}/restart";
+const FORK: &str = "/v1/agents/environments/{environment_id}/fork";
 const FILES: &str = "/v1/agents/environments/{environment_id}/files";
 const CREDENTIALS: &str = "/v1/vaults/{vault_id}/credentials";
 const CREDENTIAL: &str = "/v1/vaults/{vault_id}/credentials/{credential_id}";
@@ -50,6 +51,19 @@ pub(super) fn add(doc: &mut Doc) {
                  answer as dead) and starts it again over the same files; setup is not repeated. 409 while it \
                  initializes or when it failed.",
             )
+            .json(of::<Environment>)
+            .errors(&[409]),
+    );
+    doc.add(
+        Op::post(FORK, "forkEnvironment", "Fork an environment (Rebyte extension)")
+            .about(
+                "A new environment of the same organization and configuration, `ready` without running setup, \
+                 whose files (workspace, home, skills, writable system) are a copy-on-write copy of this one's \
+                 now: the source is frozen for a few milliseconds and keeps running; its processes are not \
+                 copied. The body is optional (`name`, `metadata`). 409 unless the source is ready.",
+            )
+            .body(of::<EnvironmentFork>)
+            .status(201)
             .json(of::<Environment>)
             .errors(&[409]),
     );

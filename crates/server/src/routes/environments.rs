@@ -9,7 +9,9 @@ use app::environments::{FileCreate, FileQuery};
 use axum::extract::{Path, RawQuery, State};
 use axum::http::StatusCode;
 use protocol::admin::Scope;
-use protocol::environment::{Environment, EnvironmentCreate, EnvironmentDeleted, EnvironmentFile, EnvironmentRecord};
+use protocol::environment::{
+    Environment, EnvironmentCreate, EnvironmentDeleted, EnvironmentFile, EnvironmentFork, EnvironmentRecord,
+};
 use protocol::list::{List, Order};
 use serde_json::{Value, json};
 
@@ -69,6 +71,19 @@ pub async fn restart(
     auth.require(Scope::TasksWrite)?;
     let record = state.app.environments(&auth.org_id).restart(&extract::environment_id(&id)?).await?;
     Ok(axum::Json(record.resource()))
+}
+
+/// `POST /v1/agents/environments/{id}/fork` (a Rebyte extension): a new
+/// environment whose files are a copy-on-write copy of this one's now.
+pub async fn fork(
+    State(state): State<AppState>,
+    auth: Auth,
+    Path(id): Path<String>,
+    Json(req): Json<EnvironmentFork>,
+) -> ApiResult<(StatusCode, axum::Json<Environment>)> {
+    auth.require(Scope::TasksWrite)?;
+    let record = state.app.environments(&auth.org_id).fork(&extract::environment_id(&id)?, req).await?;
+    Ok((StatusCode::CREATED, axum::Json(record.resource())))
 }
 
 pub async fn create_file(

@@ -100,6 +100,7 @@ pub fn table() -> Vec<Route> {
             .delete(environments::delete)
             .ids_only(protocol::ids::EnvironmentId::PREFIX),
         Route::at("/v1/agents/environments/{environment_id}/restart").post(environments::restart),
+        Route::at("/v1/agents/environments/{environment_id}/fork").post(environments::fork),
         Route::at("/v1/agents/environments/{environment_id}/files")
             .post(environments::create_file)
             .get(environments::list_files),

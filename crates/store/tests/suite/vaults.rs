@@ -164,6 +164,8 @@ pub(crate) fn environment(id: EnvironmentId, status: EnvironmentStatus) -> Envir
         skills: Vec::new(),
         node: Some("node-1".into()),
         template: None,
+        forked_from: None,
+        name: None,
     }
 }
 
