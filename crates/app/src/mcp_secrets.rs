@@ -8,7 +8,7 @@
 use crate::credentials::{Credentials, McpCredential};
 use crate::{Error, Result};
 use base64::Engine as _;
-use engine::mcp_connect::{CredentialFailure, InlineSecrets, McpCredentials, VaultToken};
+use engine::mcp_connect::{CredentialFailure, EnvCredential, InlineSecrets, McpCredentials, VaultToken};
 use protocol::agent::AgentRecord;
 use protocol::environment::VaultCredentialBinding;
 use protocol::ids::SessionId;
@@ -217,8 +217,15 @@ impl McpCredentials for EngineCredentials {
         &self,
         org_id: &str,
         bindings: &[VaultCredentialBinding],
-    ) -> Result<Vec<(String, mcp::Secret)>, CredentialFailure> {
-        let values = self.0.resolve_environment_credentials(org_id, bindings).await.map_err(failure)?;
-        Ok(values.into_iter().map(|(name, value)| (name, mcp::Secret::new(value.expose()))).collect())
+    ) -> Result<Vec<EnvCredential>, CredentialFailure> {
+        let values = self.0.resolve_environment_secrets(org_id, bindings).await.map_err(failure)?;
+        Ok(values
+            .into_iter()
+            .map(|(name, value, allowed_hosts)| EnvCredential {
+                name,
+                value: mcp::Secret::new(value.expose()),
+                allowed_hosts,
+            })
+            .collect())
     }
 }

@@ -72,12 +72,23 @@ pub trait McpCredentials: Send + Sync {
     /// A fresh token after the server answered 401 to `rejected`.
     async fn refresh(&self, org_id: &str, rejected: &VaultToken) -> Result<VaultToken, CredentialFailure>;
 
-    /// The `(secret_name, value)` of the environment credentials bound to an environment.
+    /// The environment credentials bound to an environment.
     async fn environment_credentials(
         &self,
         org_id: &str,
         bindings: &[VaultCredentialBinding],
-    ) -> Result<Vec<(String, Secret)>, CredentialFailure>;
+    ) -> Result<Vec<EnvCredential>, CredentialFailure>;
+}
+
+/// An environment credential as a stdio server may select it.
+#[derive(Debug, Clone)]
+pub struct EnvCredential {
+    /// Its `secret_name`.
+    pub name: String,
+    pub value: Secret,
+    /// `networking: limited`: the only hosts it may be sent to. The sandbox
+    /// then holds a placeholder, swapped for the value by its egress proxy.
+    pub allowed_hosts: Option<Vec<String>>,
 }
 
 /// The shared parts the server hands the engine for MCP.
@@ -303,7 +314,7 @@ impl Connector {
             .ok_or_else(|| format!("environment {env_id} no longer exists"))?;
         let vars = record.config.env.clone().unwrap_or_default();
         let bindings = record.config.vault_credentials.clone().unwrap_or_default();
-        let credentials = if bindings.is_empty() {
+        let found = if bindings.is_empty() {
             Vec::new()
         } else {
             self.setup
@@ -312,7 +323,23 @@ impl Connector {
                 .await
                 .map_err(|e| format!("environment credentials of {env_id}: {e}"))?
         };
-        Ok(EnvSources { vars, credentials })
+        let mut sources = EnvSources { vars, ..EnvSources::default() };
+        for credential in found {
+            let Some(hosts) = credential.allowed_hosts else {
+                sources.credentials.push((credential.name, credential.value));
+                continue;
+            };
+            // The sandbox sees a placeholder only; its egress proxy swaps the value in.
+            let sandbox = self.envs.sandbox(&self.org_id, env_id).await.map_err(|e| e.message)?;
+            let bound = sandbox
+                .bind_limited_secret(&credential.name, credential.value.expose(), &hosts)
+                .await
+                .map_err(|e| format!("environment credential '{}' (networking limited): {e}", credential.name))?;
+            sources.limited.push(credential.name.clone());
+            sources.limited_env = bound.env;
+            sources.credentials.push((credential.name, Secret::new(bound.placeholder)));
+        }
+        Ok(sources)
     }
 
     /// Resumes (or initializes) the environment's sandbox when environment-origin servers use it.

@@ -19,7 +19,13 @@ const STDERR_QUOTED: usize = 800;
 #[derive(Default)]
 pub struct EnvSources {
     pub vars: BTreeMap<String, String>,
+    /// `(secret_name, value)`; a limited credential's value is its placeholder.
     pub credentials: Vec<(String, Secret)>,
+    /// The names of the limited credentials among them.
+    pub limited: Vec<String>,
+    /// What a process using a limited credential also gets: the egress
+    /// proxy and trust in the environment's CA.
+    pub limited_env: Vec<(String, String)>,
 }
 
 /// The environment of a stdio server: its inline `env` (opened from the session's sealed secrets), then each `env_vars` name from the
@@ -32,6 +38,11 @@ pub fn process_env(
     env_id: &EnvironmentId,
 ) -> Result<BTreeMap<String, Secret>, String> {
     let mut out = env;
+    if env_vars.iter().any(|name| sources.limited.contains(name) && !sources.vars.contains_key(name)) {
+        for (key, value) in &sources.limited_env {
+            out.insert(key.clone(), Secret::new(value.clone()));
+        }
+    }
     for name in env_vars {
         let value = sources.vars.get(name).map(|v| Secret::new(v.clone())).or_else(|| {
             sources.credentials.iter().find(|(secret_name, _)| secret_name == name).map(|(_, v)| v.clone())
@@ -178,6 +189,7 @@ mod tests {
         let sources = EnvSources {
             vars: [("REGION".to_string(), "eu".to_string())].into_iter().collect(),
             credentials: vec![("API_TOKEN".into(), Secret::new("t0k"))],
+            ..EnvSources::default()
         };
         let inline: BTreeMap<String, Secret> = [("MODE".to_string(), Secret::new("ro"))].into_iter().collect();
         let env = process_env(inline, &["REGION".into(), "API_TOKEN".into()], &sources, &EnvironmentId::new()).unwrap();

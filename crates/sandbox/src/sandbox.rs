@@ -5,6 +5,7 @@
 use crate::api::{DirEntry, ExecRequest, Limits, SandboxSpec, SandboxState, SpawnRequest};
 use crate::client::{Execution, StdioProcess};
 use crate::egress::BoxStream;
+use crate::egress::intercept::LimitedSecret;
 use crate::error::Result;
 use crate::local::ProxyEndpoint;
 use async_trait::async_trait;
@@ -53,6 +54,15 @@ pub trait Sandbox: Send + Sync {
     /// reach what the sandbox reaches (environment-origin connections);
     /// `None` when the sandbox shares the host's network.
     async fn http_proxy(&self) -> Result<Option<ProxyEndpoint>>;
+
+    /// The placeholder a process in the sandbox gets for a limited secret
+    /// (`name`, its real `value`, the `hosts` it may be sent to), with the
+    /// environment that process needs to send it through the egress proxy,
+    /// which swaps the value in toward those hosts only.
+    async fn bind_limited_secret(&self, name: &str, value: &str, hosts: &[String]) -> Result<LimitedSecret> {
+        let _ = (name, value, hosts);
+        Err(crate::Error::Unsupported("this sandbox backend cannot hold limited secrets".into()))
+    }
 
     /// Freezes every process in the sandbox.
     async fn pause(&self) -> Result<()>;

@@ -3,7 +3,7 @@
 //! before expiry and on a 401, and environment credential bindings.
 
 use super::{CredentialError, Credentials, McpCredential, REFRESH_MARGIN};
-use protocol::vault::{CredentialAuth, CredentialRecord, VaultCredentialBinding};
+use protocol::vault::{CredentialAuth, CredentialRecord, Networking, VaultCredentialBinding};
 use reqwest::Url;
 use secrets::Secret;
 
@@ -129,7 +129,18 @@ impl Credentials {
         org_id: &str,
         bindings: &[VaultCredentialBinding],
     ) -> Result<Vec<(String, Secret)>, CredentialError> {
-        let mut out: Vec<(String, Secret)> = Vec::with_capacity(bindings.len());
+        let found = self.resolve_environment_secrets(org_id, bindings).await?;
+        Ok(found.into_iter().map(|(name, value, _)| (name, value)).collect())
+    }
+
+    /// As [`Self::resolve_environment_credentials`], with each credential's
+    /// allowed hosts when its networking is `limited` (`None`: unrestricted).
+    pub async fn resolve_environment_secrets(
+        &self,
+        org_id: &str,
+        bindings: &[VaultCredentialBinding],
+    ) -> Result<Vec<(String, Secret, Option<Vec<String>>)>, CredentialError> {
+        let mut out: Vec<(String, Secret, Option<Vec<String>>)> = Vec::with_capacity(bindings.len());
         for (i, b) in bindings.iter().enumerate() {
             let param = format!("vault_credentials[{i}]");
             let record =
@@ -140,18 +151,22 @@ impl Credentials {
                         credential_id: b.credential_id.clone(),
                     }
                 })?;
-            let CredentialAuth::EnvironmentVariable { secret_name, .. } = &record.credential.auth else {
+            let CredentialAuth::EnvironmentVariable { secret_name, networking } = &record.credential.auth else {
                 return Err(CredentialError::WrongKind {
                     credential_id: b.credential_id.clone(),
                     kind: record.credential.auth.kind(),
                     wanted: "environment_variable",
                 });
             };
-            if out.iter().any(|(name, _)| name == secret_name) {
+            if out.iter().any(|(name, _, _)| name == secret_name) {
                 return Err(CredentialError::DuplicateSecretName { param, secret_name: secret_name.clone() });
             }
             let value = self.open(org_id, &record)?.value;
-            out.push((secret_name.clone(), value));
+            let hosts = match networking {
+                Networking::Limited { allowed_hosts } => Some(allowed_hosts.clone()),
+                Networking::Unrestricted => None,
+            };
+            out.push((secret_name.clone(), value, hosts));
         }
         Ok(out)
     }

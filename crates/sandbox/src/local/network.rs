@@ -8,6 +8,7 @@
 
 use super::nat::{NetworkConfig, Veth};
 use crate::api::{NetworkPolicy, SandboxSpec};
+use crate::egress::intercept::{Interception, LimitedSecret};
 use crate::egress::{Egress, proxy};
 use crate::error::{Error, Result};
 use crate::wire::{BindSpec, EgressInit, InitConfig, VethInit};
@@ -48,12 +49,15 @@ impl Network {
         }
         let run_dir = run_dir(&spec.id)?;
         let dial = run_dir.join("dial.sock");
+        // Limited secrets need a way out the proxy sees: restricted and enabled networks.
+        let secrets = (spec.network != NetworkPolicy::Disabled)
+            .then(|| Arc::new(Interception::new(&spec.id, &run_dir, RUN, &format!("http://127.0.0.1:{EGRESS_PORT}"))));
         let egress = Arc::new(Egress {
             network: spec.network,
             domains: spec.domains.clone(),
             dial_socket: Some(dial.clone()),
             resume: None,
-            secrets: None,
+            secrets,
         });
         let network = Network {
             egress,
@@ -63,7 +67,9 @@ impl Network {
             veth: None,
         };
         init.dial_socket = Some(path_str(&dial)?);
-        if spec.network == NetworkPolicy::Restricted {
+        if spec.network != NetworkPolicy::Disabled {
+            // The proxy: every process's way out when restricted; with network
+            // access enabled, the way of those holding limited secrets.
             let socket = run_dir.join("egress.sock");
             let listener =
                 tokio::net::UnixListener::bind(&socket).map_err(|e| Error::io("bind the egress proxy socket", e))?;
@@ -76,6 +82,8 @@ impl Network {
                 device: false,
             });
             init.egress = Some(EgressInit { port: EGRESS_PORT, socket: format!("{RUN}/egress.sock") });
+        }
+        if spec.network == NetworkPolicy::Restricted {
             let url = format!("http://127.0.0.1:{EGRESS_PORT}");
             for key in ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"] {
                 init.env.insert(key.into(), url.clone());
@@ -85,6 +93,14 @@ impl Network {
             }
         }
         Ok(Some(network))
+    }
+
+    /// A placeholder for a limited secret (see [`crate::egress::intercept`]).
+    pub fn bind_limited_secret(&self, name: &str, value: &str, hosts: &[String]) -> Result<LimitedSecret> {
+        let Some(secrets) = &self.egress.secrets else {
+            return Err(Error::Unsupported("a limited credential needs the environment's network access".into()));
+        };
+        secrets.bind(name, value, hosts).map_err(Error::Create)
     }
 
     /// Network access enabled: creates the veth pair into the network

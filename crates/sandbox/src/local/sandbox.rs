@@ -7,8 +7,9 @@ use super::freeze::Freezer;
 use super::network::{Network, ProxyEndpoint};
 use crate::api::{DirEntry, ExecRequest, Limits, SandboxState, SpawnRequest};
 use crate::client::{Connection, Execution, Resume, StdioProcess};
+use crate::egress::intercept::LimitedSecret;
 use crate::egress::{BoxStream, Egress};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::sandbox::Sandbox;
 use crate::sys::{Spawned, pidfd_send_signal};
 use crate::wire::Request;
@@ -233,6 +234,15 @@ impl Sandbox for LocalSandbox {
         match &self.network {
             Some(n) => n.host_proxy().await.map(Some),
             None => Ok(None),
+        }
+    }
+
+    async fn bind_limited_secret(&self, name: &str, value: &str, hosts: &[String]) -> Result<LimitedSecret> {
+        match &self.network {
+            Some(n) => n.bind_limited_secret(name, value, hosts),
+            None => Err(Error::Unsupported(
+                "a limited credential needs the environment's network access restricted or enabled".into(),
+            )),
         }
     }
 

@@ -58,7 +58,7 @@ async fn the_same_url_from_the_service_origin_is_the_hosts_loopback_and_fails() 
 }
 
 /// This machine's address on its default route (not loopback).
-fn host_ip() -> String {
+pub(super) fn host_ip() -> String {
     let probe = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
     probe.connect("192.0.2.1:9").expect("a default route");
     probe.local_addr().unwrap().ip().to_string()

@@ -13,6 +13,7 @@
 mod cancel;
 mod env_http;
 mod http;
+mod limited;
 mod prefetch;
 mod stdio;
 mod vaults;
