@@ -10,7 +10,7 @@
 
 import { $, KEY, PAGE, api, clearError, key, listRow, pager, showError, withQuery } from "./common.js";
 import { closeAgent, loadAgents, startAgents } from "./agents.js";
-import { closeEnvironment, loadEnvironments, startEnvironments } from "./environments.js";
+import { closeEnvironment, loadEnvironments, openEnvironment, startEnvironments } from "./environments.js";
 import { closeOverview, openOverview } from "./overview.js";
 import { closeSession, openSession, selectedSession, startSessionView } from "./session.js";
 
@@ -94,7 +94,14 @@ const sessionRow = (session) =>
 const agentFilter = () => ($("filter-agent").value ? { agent_id: $("filter-agent").value } : {});
 const statusFilter = (session) => !$("filter-status").value || session.status === $("filter-status").value;
 
-const loadSessions = pager("/v1/agents/sessions", "sessions", "more", sessionRow, { query: agentFilter, keep: statusFilter });
+const loadPage = pager("/v1/agents/sessions", "sessions", "more", sessionRow, { query: agentFilter, keep: statusFilter });
+
+// Bumped by every fresh load, so a poll read before one (under other filters) is dropped.
+let listVersion = 0;
+const loadSessions = (fresh) => {
+  if (fresh) listVersion++;
+  return loadPage(fresh);
+};
 
 /** The saved agents as choices of the agent filter (read once signed in). */
 async function loadAgentChoices() {
@@ -142,8 +149,9 @@ let poller = null;
  */
 async function poll() {
   if (tab !== "sessions" || !key()) return;
+  const version = listVersion;
   const page = await api("GET", withQuery("/v1/agents/sessions", { limit: String(PAGE), order: "desc", ...agentFilter() }));
-  if (tab !== "sessions") return;
+  if (tab !== "sessions" || version !== listVersion) return;
   const list = $("sessions");
   const rowOf = (id) => list.querySelector(`button[data-session-id="${CSS.escape(id)}"]`);
   for (const session of page.data) {
@@ -202,6 +210,12 @@ function start() {
     const id = event.detail.id;
     showTab("sessions")
       .then(() => open(id))
+      .catch(showError);
+  });
+  document.addEventListener("console:open-environment", (event) => {
+    const id = event.detail.id;
+    showTab("environments")
+      .then(() => openEnvironment(id))
       .catch(showError);
   });
   if (key()) {

@@ -26,6 +26,7 @@ export function closeSession() {
   disarmDelete();
   $("session").hidden = true;
   $("session").dataset.sessionId = "";
+  $("session-info").replaceChildren();
   $("turns").replaceChildren();
   $("artifacts").replaceChildren();
   $("older").hidden = true;
@@ -64,6 +65,25 @@ function setSessionStatus(status) {
   }
 }
 
+/** The session's agent (and the version it pinned) and its environment, which opens. */
+function renderInfo(info) {
+  const agent = info.agent || {};
+  const parts = [document.createTextNode(`agent ${agent.name ? `${agent.name} ` : ""}${agent.id}${agent.version != null ? ` v${agent.version}` : ""} · model ${agent.model} · `)];
+  const environment = info.environment && info.environment.id;
+  if (environment) {
+    const link = el("button", "link", environment);
+    link.type = "button";
+    link.dataset.environmentId = environment;
+    link.addEventListener("click", () =>
+      document.dispatchEvent(new CustomEvent("console:open-environment", { detail: { id: environment } })),
+    );
+    parts.push(document.createTextNode("environment "), link);
+  } else {
+    parts.push(document.createTextNode("no environment"));
+  }
+  $("session-info").replaceChildren(...parts);
+}
+
 /**
  * Reads the session and its history, then applies the events buffered
  * meanwhile. `fresh`: the newest page of items (with their turns) into an
@@ -76,6 +96,7 @@ async function loadHistory(session, fresh) {
     const info = await api("GET", base(session.id));
     if (selected !== session) return;
     setSessionStatus(info.status);
+    renderInfo(info);
     if (fresh) await loadOlder(session);
     else await catchUp(session);
     if (selected !== session) return;

@@ -31,8 +31,16 @@ def test_an_environment_lists_its_sessions_and_each_opens(browser, url: str, org
     wait(browser, lambda b: b.find_element(By.ID, "session").is_displayed() and b.find_element(By.ID, "session-title").text == first["id"])
     assert not browser.find_element(By.ID, "environment").is_displayed()
     assert browser.find_element(By.ID, "sessions-pane").is_displayed(), "back on the Sessions tab"
-    assert error_text(browser) == ""
+    info = browser.find_element(By.ID, "session-info")
+    wait(browser, lambda b: f"environment {env['id']}" in info.text)
+    assert "model gpt-test" in info.text
     browser.save_screenshot(str(tmp_path / "opened.png"))
+    # And from the session back to its environment.
+    info.find_element(By.CSS_SELECTOR, f'button[data-environment-id="{env["id"]}"]').click()
+    wait(browser, lambda b: b.find_element(By.ID, "environment").is_displayed() and b.find_element(By.ID, "environment-title").text == env["id"])
+    assert not browser.find_element(By.ID, "session").is_displayed()
+    wait(browser, lambda b: attached(b) == [second["id"], first["id"]])
+    assert error_text(browser) == ""
 
 
 def test_an_agent_shows_its_configuration_and_each_versions_sessions(browser, url: str, org: tuple[str, Api], tmp_path: Path):
