@@ -19,7 +19,7 @@ mod system;
 mod toolchain;
 
 pub use cgroup::CgroupSupport;
-pub use nat::{BLOCKED, Ipv4Cidr, NetworkConfig};
+pub use nat::{BLOCKED, Ipv4Cidr, NetworkConfig, remove_stale_rules};
 pub use network::{EGRESS_PORT, ProxyEndpoint};
 pub use sandbox::LocalSandbox;
 pub use toolchain::Toolchain;

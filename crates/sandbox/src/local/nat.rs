@@ -250,16 +250,20 @@ pub(crate) fn prepare_host() -> Result<()> {
         write_sysctl("net/ipv4/ip_forward", "1")?;
         tracing::warn!("IPv4 forwarding turned on (net.ipv4.ip_forward=1) for sandboxes with network access");
     }
-    if let Ok(chains) = output("nft", &["list", "chains", "inet", "rebyte"]) {
-        for n in stale_chains(&chains) {
-            let _ = run("nft", &["-f", "-"], &remove_script(n));
-        }
-    }
+    remove_stale_rules();
     *ready = true;
     Ok(())
 }
 
-/// `sb<n>` chains in `nft list chains` output whose link `rbv<n>` is gone.
+/// Removes the chains (and map entries) of sandboxes whose link is gone — a
+/// killed server's — and says how many. A live sandbox's link exists before
+/// its chain, so it is never taken for one.
+pub fn remove_stale_rules() -> usize {
+    let Ok(chains) = output("nft", &["list", "table", "inet", "rebyte"]) else { return 0 };
+    stale_chains(&chains).into_iter().filter(|n| run("nft", &["-f", "-"], &remove_script(*n)).is_ok()).count()
+}
+
+/// `sb<n>` chains in `nft list table` output whose link `rbv<n>` is gone.
 fn stale_chains(listing: &str) -> Vec<u32> {
     listing
         .lines()

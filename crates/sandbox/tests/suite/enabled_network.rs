@@ -161,12 +161,13 @@ async fn an_enabled_network_reaches_the_internet_but_not_the_host_link_local_or_
     let link = host_link_with(&gateway);
     assert!(std::path::Path::new(&format!("/sys/class/net/{link}")).exists());
     let chain = format!("sb{}", link.trim_start_matches("rbv"));
-    sb.sandbox.destroy().await.unwrap();
-    drop(sb);
     let chain_listed = || {
-        let listed = Command::new("/usr/sbin/nft").args(["list", "chains", "inet", "rebyte"]).output().unwrap();
+        let listed = Command::new("/usr/sbin/nft").args(["list", "table", "inet", "rebyte"]).output().unwrap();
         String::from_utf8_lossy(&listed.stdout).contains(&format!("chain {chain} {{"))
     };
+    assert!(chain_listed(), "{chain} while the sandbox runs");
+    sb.sandbox.destroy().await.unwrap();
+    drop(sb);
     let gone = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while (std::path::Path::new(&format!("/sys/class/net/{link}")).exists() || chain_listed())
         && std::time::Instant::now() < gone
@@ -200,4 +201,28 @@ async fn the_operators_allowed_ranges_are_reached_and_nothing_else() {
     warm.sandbox.pause().await.unwrap();
     warm.sandbox.resume().await.unwrap();
     assert_eq!(probe(&warm, &PUBLIC.to_string(), PORT).await, "hello from 203.0.113.1");
+}
+
+#[test]
+fn rules_left_by_a_killed_server_are_removed() {
+    let n = 4_000_000 + std::process::id() % 100_000;
+    let plant = format!(
+        "add table inet rebyte\nadd map inet rebyte sandboxes {{ type ifname : verdict; }}\n\
+         add chain inet rebyte sb{n}\nadd element inet rebyte sandboxes {{ \"rbv{n}\" : jump sb{n} }}\n"
+    );
+    let mut nft = Command::new("/usr/sbin/nft")
+        .args(["-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("nft (nftables) is installed");
+    nft.stdin.take().unwrap().write_all(plant.as_bytes()).unwrap();
+    assert!(nft.wait().unwrap().success());
+    let listed = || {
+        let out = Command::new("/usr/sbin/nft").args(["list", "table", "inet", "rebyte"]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(listed().contains(&format!("chain sb{n} {{")));
+    assert!(sandbox::local::remove_stale_rules() >= 1);
+    let after = listed();
+    assert!(!after.contains(&format!("sb{n}")), "{after}");
 }
