@@ -69,7 +69,7 @@ pub(crate) fn workspace_overlay(lowers: &[PathBuf], upper: &Path, work: &Path) -
 }
 
 /// `cp -a FROM/. TO` (what exists of `from`; nothing if it does not).
-async fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+pub async fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     if !from.exists() {
         return Ok(());
     }

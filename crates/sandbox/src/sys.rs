@@ -269,7 +269,18 @@ pub(crate) fn overlay_tree(lower: &CStr, upper: &CStr, work: &CStr, mount_attrs:
         // SAFETY: key and value are NUL-terminated (or value NULL for a flag).
         check(unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), cmd, key.as_ptr(), value, 0) }).map(drop)
     };
-    set(FSCONFIG_SET_STRING, c"lowerdir", Some(lower))
+    // fsconfig takes strings of 256 bytes at most: several layers (`a:b`, top
+    // first) go one by one (`lowerdir+`, Linux 6.8+).
+    let layers: Vec<&[u8]> = lower.to_bytes().split(|b| *b == b':').collect();
+    let lowers = if layers.len() == 1 {
+        set(FSCONFIG_SET_STRING, c"lowerdir", Some(lower))
+    } else {
+        layers.iter().try_for_each(|layer| {
+            let layer = std::ffi::CString::new(*layer).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+            set(FSCONFIG_SET_STRING, c"lowerdir+", Some(&layer))
+        })
+    };
+    lowers
         .and_then(|()| set(FSCONFIG_SET_STRING, c"upperdir", Some(upper)))
         .and_then(|()| set(FSCONFIG_SET_STRING, c"workdir", Some(work)))
         .and_then(|()| set(FSCONFIG_SET_FLAG, c"userxattr", None))

@@ -84,3 +84,19 @@ async fn a_file_open_for_writing_makes_the_fork_a_copy() {
     let fork = start_over(&backend, &store, &dst).await;
     assert_eq!(sh(&*fork.0, "cat a.txt").await, "kept");
 }
+
+#[tokio::test]
+async fn forks_stack_more_layers_than_one_mount_option_string_holds() {
+    let root = tempfile::tempdir().unwrap();
+    let src = root.path().join("env_src");
+    let store = LayerStore::new(root.path());
+    let backend = backend();
+    let source = start_over(&backend, &store, &src).await;
+    for n in 0..8 {
+        sh(&*source.0, &format!("echo {n} > n{n}.txt")).await;
+        store.fork(&src, &root.path().join(format!("env_fork{n}")), &*source.0).await.unwrap();
+    }
+    assert_eq!(store.manifest(&src).unwrap().workspace.len(), 8);
+    let fork = start_over(&backend, &store, &root.path().join("env_fork7")).await;
+    assert_eq!(sh(&*fork.0, "cat n0.txt n7.txt").await, "0\n7");
+}
