@@ -51,7 +51,9 @@ impl Drop for Pending {
     }
 }
 
-/// Warm agents per network policy (the policy is fixed at clone time).
+/// Warm agents per network namespace kind (fixed at clone time; every
+/// policy has a namespace of its own now, so one kind serves all: an
+/// enabled sandbox's veth is added after the clone).
 pub(crate) struct Pool {
     size: usize,
     // Held only to push or pop, never across an await or a clone.
@@ -63,12 +65,18 @@ impl Pool {
         Pool { size, slots: Mutex::new(Vec::new()) }
     }
 
+    /// The policy agents are cloned and kept under for `network`.
+    fn kind(network: NetworkPolicy) -> NetworkPolicy {
+        if network.private_namespace() { NetworkPolicy::Disabled } else { NetworkPolicy::Enabled }
+    }
+
     fn slots(&self) -> std::sync::MutexGuard<'_, Vec<(NetworkPolicy, Pending)>> {
         self.slots.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// A live warm agent for `network`, if there is one.
     pub fn take(&self, network: NetworkPolicy) -> Option<Pending> {
+        let network = Self::kind(network);
         loop {
             let taken = {
                 let mut slots = self.slots();
@@ -82,6 +90,7 @@ impl Pool {
     }
 
     pub fn count(&self, network: NetworkPolicy) -> usize {
+        let network = Self::kind(network);
         self.slots().iter().filter(|(n, _)| *n == network).count()
     }
 
@@ -96,6 +105,7 @@ impl Pool {
 
     /// Tops the pool up for `network` now.
     pub fn fill(&self, config: &LocalConfig, network: NetworkPolicy) -> Result<()> {
+        let network = Self::kind(network);
         while self.count(network) < self.size {
             let agent = spawn_agent(config, network)?;
             self.slots().push((network, agent));

@@ -22,7 +22,8 @@ async fn a_prewarmed_agent_becomes_a_sandbox_with_namespaces_and_cgroup_of_its_o
         assert!(cgroups.contains(&format!("rebyte-sandboxes/{}", b.id())), "{cgroups}");
     }
 
-    // A warm agent without a network is never handed to a networked sandbox.
+    // Warm agents serve every policy: a networked sandbox built on one gets its veth.
+    assert_eq!(backend.warm_agents(NetworkPolicy::Enabled), backend.warm_agents(NetworkPolicy::Disabled));
     let c = start_on(&backend, "warm-c", |s| s.network = NetworkPolicy::Enabled).await;
     let ifaces = sh(&*c.sandbox, "tail -n +3 /proc/net/dev | wc -l").await;
     assert!(ifaces.parse::<u32>().unwrap() > 1, "the networked sandbox has only loopback");
