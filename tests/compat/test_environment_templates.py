@@ -3,11 +3,14 @@
 `environment_template_id` on `environments.create` and on a session's inline environment — "Omitted fields
 inherit the template; network overrides cannot broaden its policy" (the client's docs). An environment keeps
 what it was created with: updating the template changes nothing in it, and the template cannot be deleted
-while environments made from it exist."""
+while environments made from it exist. Beyond the hosted API, a template is prepared once: its setup runs a
+single time into a snapshot (`status`: `preparing`, then `ready` with `preparation_log`), and environments
+made from it start from that snapshot without running setup."""
 
 from __future__ import annotations
 
 import base64
+import time
 from typing import Any
 
 import openai
@@ -77,8 +80,8 @@ def test_a_template_is_created_retrieved_updated_and_deleted_without_showing_con
                                "blocked_domains": []}
     assert body["packages"] == {"npm": [], "python": ["six"], "system": []}
     assert (body["capability_directories"], body["skills"], body["plugins"]) == (["/workspace/caps"], [], [])
-    assert (body["status"], body["preparation_log"], body["version"]) == ("ready", None, 1), \
-        "usable at once: no snapshot is prepared yet"
+    assert (body["status"], body["preparation_log"], body["version"]) == ("preparing", None, 1), \
+        "its setup runs once into a snapshot"
     sent = str(body)
     assert "s3cret" not in sent and "setup-count" not in sent and b64("template file\n") not in sent
     assert conforms(templates.retrieve(t.id)) == body
@@ -258,3 +261,39 @@ def test_a_template_and_an_environment_id_together_are_400(org_client):
         org_client.beta.agents.sessions.create(
             agent=MODEL, environment=hosted(environment_id=env.id, environment_template_id=t.id))
     assert error_of(e.value)["param"] == "environment.environment_template_id"
+
+
+def prepared(client, template_id: str) -> dict[str, Any]:
+    """The template once its preparation ended (extra fields read from the raw resource)."""
+    for _ in range(600):
+        body = client.beta.agents.environments.templates.retrieve(template_id).to_dict()
+        if body["status"] != "preparing":
+            return body
+        time.sleep(0.05)
+    raise AssertionError(f"template {template_id} still preparing")
+
+
+def test_a_template_is_prepared_once_and_its_environments_do_not_run_setup(client, model):
+    t = client.beta.agents.environments.templates.create(
+        files=[inline("/workspace/t.txt", "template file\n")],
+        setup_commands=[{"command": "echo ran >> /workspace/setup-count; echo prepared-here"}],
+    )
+    assert t.to_dict()["status"] == "preparing"
+    body = prepared(client, t.id)
+    assert body["status"] == "ready" and "prepared-here" in body["preparation_log"], body
+    for _ in range(2):
+        env = client.beta.agents.environments.create(environment=hosted(environment_template_id=t.id))
+        s = client.beta.agents.sessions.create(agent=MODEL, environment={"type": "reference", "environment_id": env.id})
+        out = shell_output(client, model, s.id, "cat /workspace/t.txt /workspace/setup-count")
+        assert out == "template file\nran\n", "setup ran once, when the template was prepared"
+        log = client.beta.agents.environments.retrieve(env.id).to_dict()["setup_log"]
+        assert log.startswith("Prepared once from environment template") and "prepared-here" not in log, log
+
+
+def test_a_template_whose_preparation_fails_refuses_environments(org_client):
+    t = org_client.beta.agents.environments.templates.create(setup_commands=[{"command": "echo broken; exit 3"}])
+    body = prepared(org_client, t.id)
+    assert body["status"] == "failed" and "broken" in body["preparation_error"]["output"], body
+    with pytest.raises(openai.ConflictError) as e:
+        once(org_client).beta.agents.environments.create(environment=hosted(environment_template_id=t.id))
+    assert "preparation failed" in error_of(e.value)["message"]

@@ -44,6 +44,7 @@ pub mod rekey;
 pub mod responses;
 pub mod sessions;
 pub mod skills;
+pub mod template_preparation;
 pub mod templates;
 pub mod turns;
 pub mod vaults;

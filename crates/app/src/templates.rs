@@ -13,9 +13,13 @@
 //!
 //! A template is checked as an environment would be (`prepare`: paths, sizes,
 //! skills and uploaded files that exist) when it is written; skill references
-//! keep their version selector, resolved again by each environment. Until
-//! templates are prepared into snapshots, a template is `ready` at once and
-//! each environment runs the setup itself at first use.
+//! keep their version selector, resolved again by each environment.
+//!
+//! A template with something to set up (packages, files, setup commands) is
+//! prepared once per version (`crate::template_preparation`): `preparing`
+//! until its setup ran into a snapshot, then `ready` (environments made from
+//! it start from the snapshot) or `failed` with the step and its output
+//! (environments from it are refused, 409). Deleting it deletes its snapshots.
 
 use crate::{App, Error, Result, now};
 use protocol::environment::{EnvironmentConfig, NetworkAccess, NetworkParam};
@@ -53,8 +57,12 @@ impl Service<'_> {
             file_sizes,
             status: TemplateStatus::Ready,
             preparation_log: None,
+            preparation_error: None,
         };
+        let mut record = record;
+        crate::template_preparation::mark(&mut record);
         self.app.store.create_environment_template(self.org, &record).await?;
+        crate::template_preparation::start(self.app, self.org, &record);
         Ok(record)
     }
 
@@ -75,11 +83,13 @@ impl Service<'_> {
         record.file_sizes = self.check(record.name.as_deref(), &mut record.config).await?;
         record.version += 1;
         record.updated_at = now();
+        crate::template_preparation::mark(&mut record);
         if !self.app.store.update_environment_template(self.org, &record).await? {
             return Err(Error::Conflict(format!(
                 "environment template '{raw}' was changed by another request meanwhile; retry the update"
             )));
         }
+        crate::template_preparation::start(self.app, self.org, &record);
         Ok(record)
     }
 
@@ -99,6 +109,7 @@ impl Service<'_> {
         if !self.app.store.delete_environment_template(self.org, &record.id).await? {
             return Err(Error::not_found("environment template", raw));
         }
+        self.app.envs.remove_snapshots(record.id.as_str(), None).await;
         Ok(())
     }
 
@@ -114,6 +125,13 @@ impl Service<'_> {
             }
             other => other,
         })?;
+        if template.status == TemplateStatus::Failed {
+            let why = template.preparation_error.as_ref().map_or_else(
+                || "its preparation failed".to_string(),
+                |e| format!("its preparation failed at `{}`: {}", e.step.as_deref().unwrap_or("setup"), e.message),
+            );
+            return Err(Error::Conflict(format!("environment template '{raw}' cannot be used: {why}")));
+        }
         // The request's own fields, checked first so that errors name them as sent.
         crate::environments::check_config(prefix, config)?;
         if let Some(network) = &config.network {

@@ -27,8 +27,10 @@ use telemetry::{Gauge, Metrics};
 use tokio::sync::broadcast;
 
 mod fork;
+mod snapshot;
 
 pub use fork::FORK_BUSY;
+pub use snapshot::{PrepareFailure, snapshot_key};
 
 /// How many changes a listener may fall behind before it misses some.
 const CHANGES_BUFFERED: usize = 256;
@@ -375,33 +377,14 @@ impl Environments {
         {
             return Err(self.fail(org_id, env_id, &e.step, e.message, None, progress).await);
         }
-        let mut spec = SandboxSpec::new(env_id.as_str(), &workspace);
-        spec.home = Some(home);
+        let mut spec = match self.sandbox_spec(env_id.as_str(), &record, &dir) {
+            Ok(spec) => spec,
+            Err(message) => return Err(self.fail(org_id, env_id, "sandbox", message, None, progress).await),
+        };
         if !record.skills.is_empty() {
             spec.read_only.push(crate::environment_contents::bind(&dir));
         }
-        let network = record.config.network.as_ref();
-        spec.network = match network.map(|n| n.access) {
-            Some(NetworkAccess::Enabled) => NetworkPolicy::Enabled,
-            Some(NetworkAccess::Restricted) => NetworkPolicy::Restricted,
-            _ => NetworkPolicy::Disabled,
-        };
-        if let Some(n) = network {
-            let (allowed, blocked) =
-                (n.allowed_domains.clone().unwrap_or_default(), n.blocked_domains.clone().unwrap_or_default());
-            spec.domains = sandbox::egress::DomainPolicy::new(&allowed, &blocked).map_err(|e| {
-                EnvFailure::new("sandbox_error", format!("environment {env_id} has an invalid network policy: {e}"))
-            })?;
-        }
-        spec.env = record.config.env.clone().unwrap_or_default();
-        // Validated at creation: an unknown size keeps the server's limits.
-        spec.limits =
-            size_limits(self.config.limits, record.config.container_size.as_deref()).unwrap_or(self.config.limits);
-        // System packages need a system of the environment's own; the others
-        // keep the cheaper read-only one.
-        if !record.packages().system.is_empty() {
-            spec.writable_system = Some(dir.join("system"));
-        }
+        let snapshot = if first { self.take_snapshot(&record, &dir).await } else { None };
         if let Err(e) = self.layers.prepare(&dir, &mut spec) {
             return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await);
         }
@@ -417,6 +400,9 @@ impl Environments {
                 let _ = sandbox.destroy().await;
                 return Err(self.fail(org_id, env_id, &step, message, None, progress).await);
             }
+            if snapshot.is_some() {
+                snapshot::applied_already(&record, &mut setup_spec);
+            }
             let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
             let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
             let began = Instant::now();
@@ -427,7 +413,10 @@ impl Environments {
                     let ended = progress.finish(SetupState::Completed, now());
                     self.update(org_id, env_id, |r| {
                         r.status = EnvironmentStatus::Ready;
-                        r.setup_log = Some(log.log);
+                        r.setup_log = Some(match &snapshot {
+                            Some(note) => format!("{note}{}", log.log),
+                            None => log.log,
+                        });
                         if let Some((setup, _)) = ended {
                             r.setup = Some(setup);
                         }
@@ -451,7 +440,41 @@ impl Environments {
         Ok(sandbox)
     }
 
-    fn setup_spec(&self, record: &EnvironmentRecord) -> SetupSpec {
+    /// The sandbox of `record`'s configuration over `dir` (`workspace/`,
+    /// `home/`, and `system/` with system packages), its skills and layers aside.
+    fn sandbox_spec(
+        &self,
+        sandbox_id: &str,
+        record: &EnvironmentRecord,
+        dir: &std::path::Path,
+    ) -> Result<SandboxSpec, String> {
+        let mut spec = SandboxSpec::new(sandbox_id, dir.join("workspace"));
+        spec.home = Some(dir.join("home"));
+        let network = record.config.network.as_ref();
+        spec.network = match network.map(|n| n.access) {
+            Some(NetworkAccess::Enabled) => NetworkPolicy::Enabled,
+            Some(NetworkAccess::Restricted) => NetworkPolicy::Restricted,
+            _ => NetworkPolicy::Disabled,
+        };
+        if let Some(n) = network {
+            let (allowed, blocked) =
+                (n.allowed_domains.clone().unwrap_or_default(), n.blocked_domains.clone().unwrap_or_default());
+            spec.domains = sandbox::egress::DomainPolicy::new(&allowed, &blocked)
+                .map_err(|e| format!("environment {} has an invalid network policy: {e}", record.id))?;
+        }
+        spec.env = record.config.env.clone().unwrap_or_default();
+        // Validated at creation: an unknown size keeps the server's limits.
+        spec.limits =
+            size_limits(self.config.limits, record.config.container_size.as_deref()).unwrap_or(self.config.limits);
+        // System packages need a system of the environment's own; the others
+        // keep the cheaper read-only one.
+        if !record.packages().system.is_empty() {
+            spec.writable_system = Some(dir.join("system"));
+        }
+        Ok(spec)
+    }
+
+    pub(crate) fn setup_spec(&self, record: &EnvironmentRecord) -> SetupSpec {
         let c = &record.config;
         // One per entry: an uploaded file's data is read when setup runs
         // (`environment_contents::uploaded_files`).

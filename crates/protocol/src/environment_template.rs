@@ -145,6 +145,9 @@ pub struct EnvironmentTemplateRecord {
     pub file_sizes: Vec<u64>,
     pub status: TemplateStatus,
     pub preparation_log: Option<String>,
+    /// Why preparation failed (the step and its output), once it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation_error: Option<crate::environment::EnvironmentError>,
 }
 
 /// Which template (and version of it) an environment was created from.
@@ -197,12 +200,15 @@ pub struct EnvironmentTemplate {
     pub desktop: Option<DesktopParam>,
     /// Rebyte extension: the version environments created now record.
     pub version: i64,
-    /// Rebyte extension: where its preparation is. Always `ready` for now: a
-    /// template is usable at once, and each environment made from it runs
-    /// the setup itself at first use.
+    /// Rebyte extension: where its preparation is: `preparing` while its
+    /// setup runs once into a snapshot, then `ready` (environments made from
+    /// it start from the snapshot) or `failed` (environments are refused).
     pub status: TemplateStatus,
-    /// Rebyte extension: what preparation printed (null until templates are prepared).
+    /// Rebyte extension: what preparation printed.
     pub preparation_log: Option<String>,
+    /// Rebyte extension: why preparation failed (the step and its output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preparation_error: Option<crate::environment::EnvironmentError>,
 }
 
 /// `DELETE /v1/agents/environments/templates/{id}`.
@@ -263,6 +269,7 @@ impl EnvironmentTemplateRecord {
             version: self.version,
             status: self.status,
             preparation_log: self.preparation_log.clone(),
+            preparation_error: self.preparation_error.clone(),
         }
     }
 }

@@ -258,6 +258,10 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<Option<EnvironmentTemplateRecord>>;
     /// Replaces a template's document if it is still at `template.version - 1`.
     async fn update_environment_template(&self, org_id: &str, template: &EnvironmentTemplateRecord) -> Result<bool>;
+    /// Replaces a template's document if it is still at `template.version`
+    /// (its preparation's status and log, which do not make a new version).
+    async fn set_environment_template_status(&self, org_id: &str, template: &EnvironmentTemplateRecord)
+    -> Result<bool>;
     async fn list_environment_templates(
         &self,
         org_id: &str,

@@ -23,6 +23,7 @@ mod outage;
 mod responses;
 mod sessions;
 mod skills;
+mod template_snapshots;
 mod tool_search;
 mod turn_failures;
 mod turns;

@@ -185,6 +185,14 @@ impl<B: Backend> Store for SqlStore<B> {
         self.update_environment_template_impl(org_id, template).await
     }
 
+    async fn set_environment_template_status(
+        &self,
+        org_id: &str,
+        template: &EnvironmentTemplateRecord,
+    ) -> Result<bool> {
+        self.set_environment_template_status_impl(org_id, template).await
+    }
+
     async fn list_environment_templates(
         &self,
         org_id: &str,

@@ -49,6 +49,19 @@ impl<B: Backend> SqlStore<B> {
         self.changed(sql).await
     }
 
+    pub(crate) async fn set_environment_template_status_impl(
+        &self,
+        org_id: &str,
+        template: &EnvironmentTemplateRecord,
+    ) -> Result<bool> {
+        let sql = Sql::new("UPDATE environment_templates SET doc = $1 WHERE id = $2 AND org_id = $3 AND version = $4")
+            .bind(Doc(serde_json::to_string(template)?))
+            .bind(template.id.as_str())
+            .bind(org_id)
+            .bind(template.version);
+        self.changed(sql).await
+    }
+
     pub(crate) async fn list_environment_templates_impl(
         &self,
         org_id: &str,

@@ -34,6 +34,7 @@ fn template(name: &str) -> EnvironmentTemplateRecord {
         file_sizes: Vec::new(),
         status: TemplateStatus::Ready,
         preparation_log: None,
+        preparation_error: None,
     }
 }
 
