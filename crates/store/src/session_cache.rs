@@ -4,12 +4,16 @@
 //! the write commits; a read that raced a write does not fill the cache (a
 //! generation counter tells), so the cache never serves a stale record.
 //! It is per process: a second process writing the same file would not be
-//! seen (the server is the only writer of sessions).
+//! seen (the server is the only writer of sessions). With other nodes alive
+//! on the same PostgreSQL database it serves nothing ([`SessionCache::set_shared`]):
+//! another node's commit reaches this one's cache only when its notice is
+//! heard, which a client reading here right after writing there can beat.
 
 use protocol::ids::SessionId;
 use protocol::session::{SessionRecord, SessionState};
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Entries kept at most; past that the cache starts over.
 const CAPACITY: usize = 50_000;
@@ -35,6 +39,8 @@ impl Inner {
 #[derive(Default)]
 pub struct SessionCache {
     inner: Mutex<Inner>,
+    /// Other nodes write the same sessions: every read goes to the database.
+    shared: AtomicBool,
 }
 
 impl std::fmt::Debug for SessionCache {
@@ -48,9 +54,20 @@ impl SessionCache {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Whether other nodes share the database: while they do, nothing is
+    /// served from the cache (and it starts over when that changes).
+    pub fn set_shared(&self, shared: bool) {
+        if self.shared.swap(shared, Ordering::SeqCst) != shared {
+            self.clear();
+        }
+    }
+
     /// The cached record, or the generation to pass to [`Self::fill`].
     pub fn get(&self, org_id: &str, id: SessionId) -> Result<SessionRecord, u64> {
         let inner = self.lock();
+        if self.shared.load(Ordering::SeqCst) {
+            return Err(inner.generation);
+        }
         match inner.entries.get(&id) {
             Some((org, record)) if org == org_id => Ok(record.clone()),
             _ => Err(inner.generation),
@@ -131,6 +148,25 @@ mod tests {
         assert!(cache.get("other-org", id).is_err(), "another organization never sees it");
         cache.invalidate([id]);
         assert!(cache.get("org", id).is_err());
+    }
+
+    #[test]
+    fn a_cache_shared_with_other_nodes_serves_nothing() {
+        let cache = SessionCache::default();
+        let id = SessionId::new();
+        cache.created("org", &record(id, SessionStatus::Idle));
+        assert!(cache.get("org", id).is_ok());
+        cache.set_shared(true);
+        assert!(cache.get("org", id).is_err(), "another node may have changed it");
+        let generation = cache.get("org", id).unwrap_err();
+        cache.fill("org", &record(id, SessionStatus::Idle), generation);
+        assert!(cache.get("org", id).is_err());
+        // Alone again: it starts over, and fills as before.
+        cache.set_shared(false);
+        assert!(cache.get("org", id).is_err(), "what was kept meanwhile is dropped");
+        let generation = cache.get("org", id).unwrap_err();
+        cache.fill("org", &record(id, SessionStatus::Idle), generation);
+        assert!(cache.get("org", id).is_ok());
     }
 
     #[test]

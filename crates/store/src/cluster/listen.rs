@@ -58,6 +58,7 @@ impl Cluster {
             Notice::Joined if !own => {
                 self.peers.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 self.sender.set_peers(true);
+                self.sessions.set_shared(true);
             }
             _ => {}
         }

@@ -176,6 +176,7 @@ impl Cluster {
         let peers = usize::try_from(peers).unwrap_or(0);
         self.peers.store(peers, Ordering::Relaxed);
         self.sender.set_peers(peers > 0);
+        self.sessions.set_shared(peers > 0);
         self.renew_leases().await?;
         if renewed == 0 {
             return Err(Error::Conflict(format!(
