@@ -122,6 +122,8 @@ Environment variables besides those shown with the options above:
   ANTHROPIC_API_KEY      routes claude-* model names to Anthropic when set
   ANTHROPIC_BASE_URL     the Anthropic endpoint (default the public one)
   (and each api_key_env that rebyte.toml names)
+  SSL_CERT_FILE          the TLS roots the egress proxy verifies hosts against when it swaps in a
+                         limited credential (default the host's store), also put in the sandbox's bundle
   HOME, PATH, PYENV_ROOT, PYENV_VERSION
                          where the host's toolchain (python3, pip3, node, npm, npx) is found for the sandboxes";
 
