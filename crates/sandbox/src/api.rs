@@ -207,6 +207,9 @@ pub struct SandboxSpec {
     /// bound as it is.
     pub workspace_lowers: Vec<PathBuf>,
     pub workspace_work: Option<PathBuf>,
+    /// The same for `/root` over `home` (which must then be set).
+    pub home_lowers: Vec<PathBuf>,
+    pub home_work: Option<PathBuf>,
 }
 
 impl SandboxSpec {
@@ -223,6 +226,8 @@ impl SandboxSpec {
             read_only: Vec::new(),
             workspace_lowers: Vec::new(),
             workspace_work: None,
+            home_lowers: Vec::new(),
+            home_work: None,
         }
     }
 }

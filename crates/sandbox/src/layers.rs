@@ -4,19 +4,22 @@
 //! in `workspace/` as before. Once it has been forked (or was made from a
 //! snapshot), `layers.json` names the read-only layers below it, top first,
 //! and the sandbox's `/workspace` is an overlay of them under `workspace/`
-//! (work directory `work/<generation>`). Layers live in `<root>/.layers/<id>/`,
+//! (work directories `work/<generation>/{workspace,home}`). Layers live in `<root>/.layers/<id>/`,
 //! each holding a `workspace/` that nothing writes again; one is deleted by
 //! [`LayerStore::collect`] when no manifest names it any more (reference
 //! counting by the manifests on disk, so it survives restarts by itself).
 //!
-//! A fork freezes the source, turns its current `workspace/` into a new layer
-//! (a rename: no file is copied), gives the source a fresh empty upper over
+//! The home (`home/`, at `/root`, where `pip install --user` and `npm -g`
+//! go) is layered the same way, each layer holding both (`workspace/`, `home/`).
+//!
+//! A fork freezes the source, turns its current uppers into a new layer
+//! (renames: no file is copied), gives the source fresh empty uppers over
 //! [that layer + its old ones] inside its running sandbox
-//! ([`crate::Sandbox::remount_workspace`]), gives the fork its own empty upper
-//! over the same layers, then thaws the source. Its home, skills and writable
-//! system (if any) are copied while it is frozen. When a process holds a
-//! workspace file open for writing the remount is refused; the fork then gets
-//! a copy of the source's upper instead (slower, the same result).
+//! ([`crate::Sandbox::remount`]), gives the fork its own empty uppers over the
+//! same layers, then thaws the source. Its skills and writable system (if
+//! any) are copied while it is frozen. When a process holds a file open for
+//! writing in either the remount is refused; the fork then gets a copy of the
+//! source's uppers instead (slower, the same result).
 
 use crate::api::SandboxSpec;
 use crate::error::{Error, Result};
@@ -34,7 +37,7 @@ const LAYERS: &str = ".layers";
 pub struct Manifest {
     /// Layer ids, top first.
     pub workspace: Vec<String>,
-    /// Names the work directory of the current upper (`work/<generation>`).
+    /// Names the work directory of the current upper (`work/<generation>/…`).
     pub generation: u64,
 }
 
@@ -61,11 +64,11 @@ fn text(p: &Path) -> Result<String> {
     Ok(s.to_string())
 }
 
-/// The agent's overlay for a layered workspace.
-pub(crate) fn workspace_overlay(lowers: &[PathBuf], upper: &Path, work: &Path) -> Result<OverlaySpec> {
+/// The agent's overlay for a layered workspace or home (`target`).
+pub(crate) fn overlay(lowers: &[PathBuf], upper: &Path, work: &Path, target: &str) -> Result<OverlaySpec> {
     let lower = lowers.iter().map(|p| text(p)).collect::<Result<Vec<_>>>()?.join(":");
     std::fs::create_dir_all(work).map_err(io(format!("create {}", work.display())))?;
-    Ok(OverlaySpec { lower, upper: text(upper)?, work: text(work)?, target: crate::api::WORKSPACE.into() })
+    Ok(OverlaySpec { lower, upper: text(upper)?, work: text(work)?, target: target.into() })
 }
 
 /// `cp -a FROM/. TO` (what exists of `from`; nothing if it does not).
@@ -135,9 +138,9 @@ impl LayerStore {
         std::fs::rename(&tmp, dir.join(MANIFEST)).map_err(io("store the layers manifest"))
     }
 
-    /// Sets the workspace layers of a sandbox about to start over `dir`
-    /// (whose `workspace/` is `spec.workspace`), and removes the work
-    /// directories of earlier uppers (no sandbox uses them any more).
+    /// Sets the workspace (and home) layers of a sandbox about to start over
+    /// `dir` (whose `workspace/` is `spec.workspace`, `home/` its home), and
+    /// removes the work directories of earlier uppers (no sandbox uses them).
     pub fn prepare(&self, dir: &Path, spec: &mut SandboxSpec) -> Result<()> {
         let manifest = self.manifest(dir)?;
         if manifest.workspace.is_empty() {
@@ -149,8 +152,18 @@ impl LayerStore {
                 remove(&entry.path());
             }
         }
+        let work = dir.join("work").join(current);
         spec.workspace_lowers = manifest.workspace.iter().map(|id| self.layer(id).join("workspace")).collect();
-        spec.workspace_work = Some(dir.join("work").join(current));
+        spec.workspace_work = Some(work.join("workspace"));
+        if spec.home.is_some() {
+            let homes: Vec<PathBuf> = manifest.workspace.iter().map(|id| self.layer(id).join("home")).collect();
+            for home in &homes {
+                // A layer made where there was no home has none.
+                std::fs::create_dir_all(home).map_err(io(format!("create {}", home.display())))?;
+            }
+            spec.home_lowers = homes;
+            spec.home_work = Some(work.join("home"));
+        }
         Ok(())
     }
 
@@ -173,67 +186,97 @@ impl LayerStore {
         result.map(|copied| Forked { copied, frozen })
     }
 
+    /// The parts of `dir` that are layered: the workspace, and the home if it has one.
+    fn parts(dir: &Path) -> Vec<(&'static str, &'static str)> {
+        let mut parts = vec![("workspace", crate::api::WORKSPACE)];
+        if dir.join("home").is_dir() {
+            parts.push(("home", "/root"));
+        }
+        parts
+    }
+
     async fn fork_frozen(&self, src: &Path, dst: &Path, sandbox: &dyn Sandbox) -> Result<bool> {
         let old = self.manifest(src)?;
-        let upper = src.join("workspace");
-        let next = src.join("workspace.next");
         let generation = old.generation + 1;
         let work = src.join("work").join(generation.to_string());
-        for d in [&next, &work] {
-            remove(d);
-            std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+        let parts = Self::parts(src);
+        let mut swaps = Vec::new();
+        remove(&work);
+        for (part, target) in &parts {
+            let next = src.join(format!("{part}.next"));
+            for d in [&next, &work.join(part)] {
+                remove(d);
+                std::fs::create_dir_all(d).map_err(io(format!("create {}", d.display())))?;
+            }
+            let mut lowers = vec![text(&src.join(part))?];
+            for id in &old.workspace {
+                let lower = self.layer(id).join(part);
+                std::fs::create_dir_all(&lower).map_err(io(format!("create {}", lower.display())))?;
+                lowers.push(text(&lower)?);
+            }
+            let (upper, work) = (text(&next)?, text(&work.join(part))?);
+            swaps.push(crate::agent::remount::Swap { target: target.to_string(), lowers, upper, work });
         }
-        let mut lowers = vec![upper.clone()];
-        lowers.extend(old.workspace.iter().map(|id| self.layer(id).join("workspace")));
-        let copied = match sandbox.remount_workspace(&lowers, &next, &work).await {
+        let discard = |parts: &[(&str, &str)]| {
+            for (part, _) in parts {
+                remove(&src.join(format!("{part}.next")));
+            }
+            remove(&work);
+        };
+        let copied = match sandbox.remount(&swaps).await {
             Ok(()) => {
-                // The source's mount holds its directories open: renaming them changes nothing for it.
+                // The source's mounts hold their directories open: renaming them changes nothing for it.
                 let id = format!("lay_{:016x}", rand::random::<u64>());
                 let layer = self.layer(&id);
                 std::fs::create_dir_all(&layer).map_err(io(format!("create {}", layer.display())))?;
-                std::fs::rename(&upper, layer.join("workspace")).map_err(io("turn the workspace into a layer"))?;
-                std::fs::rename(&next, &upper).map_err(io("give the source a new upper"))?;
+                for (part, _) in &parts {
+                    std::fs::rename(src.join(part), layer.join(part)).map_err(io("turn an upper into a layer"))?;
+                    std::fs::rename(src.join(format!("{part}.next")), src.join(part))
+                        .map_err(io("give the source a new upper"))?;
+                    std::fs::create_dir_all(dst.join(part)).map_err(io("create the fork's upper"))?;
+                }
                 let mut workspace = vec![id];
                 workspace.extend(old.workspace.iter().cloned());
                 self.write_manifest(src, &Manifest { workspace: workspace.clone(), generation })?;
-                std::fs::create_dir_all(dst.join("workspace")).map_err(io("create the fork's workspace"))?;
                 self.write_manifest(dst, &Manifest { workspace, generation: 0 })?;
                 false
             }
             Err(Error::Busy(why)) => {
-                tracing::info!(reason = %why, "forking by copying the workspace's upper layer");
-                remove(&next);
-                remove(&work);
-                copy_tree(&upper, &dst.join("workspace")).await?;
-                std::fs::create_dir_all(dst.join("workspace")).map_err(io("create the fork's workspace"))?;
+                tracing::info!(reason = %why, "forking by copying the upper layers");
+                discard(&parts);
+                for (part, _) in &parts {
+                    copy_tree(&src.join(part), &dst.join(part)).await?;
+                    std::fs::create_dir_all(dst.join(part)).map_err(io("create the fork's upper"))?;
+                }
                 self.write_manifest(dst, &Manifest { workspace: old.workspace.clone(), generation: 0 })?;
                 true
             }
             Err(e) => {
-                remove(&next);
-                remove(&work);
+                discard(&parts);
                 return Err(e);
             }
         };
-        for part in ["home", "skills", "system"] {
+        for part in ["skills", "system"] {
             copy_tree(&src.join(part), &dst.join(part)).await?;
         }
         Ok(copied)
     }
 
-    /// Turns `dir`'s `workspace/` (no sandbox running over it) into a new
-    /// layer on top of its others, leaving it an empty upper: a template's
-    /// snapshot. Returns the new manifest.
+    /// Turns `dir`'s `workspace/` and `home/` (no sandbox running over them)
+    /// into a new layer on top of its others, leaving them empty uppers: a
+    /// template's snapshot. Returns the new manifest.
     pub async fn seal(&self, dir: &Path) -> Result<Manifest> {
         let _held = self.lock.lock().await;
         let old = self.manifest(dir)?;
         let id = format!("lay_{:016x}", rand::random::<u64>());
         let layer = self.layer(&id);
         std::fs::create_dir_all(&layer).map_err(io(format!("create {}", layer.display())))?;
-        let upper = dir.join("workspace");
-        std::fs::create_dir_all(&upper).map_err(io(format!("create {}", upper.display())))?;
-        std::fs::rename(&upper, layer.join("workspace")).map_err(io("turn the workspace into a layer"))?;
-        std::fs::create_dir_all(&upper).map_err(io(format!("create {}", upper.display())))?;
+        for part in ["workspace", "home"] {
+            let upper = dir.join(part);
+            std::fs::create_dir_all(&upper).map_err(io(format!("create {}", upper.display())))?;
+            std::fs::rename(&upper, layer.join(part)).map_err(io("turn an upper into a layer"))?;
+            std::fs::create_dir_all(&upper).map_err(io(format!("create {}", upper.display())))?;
+        }
         let mut workspace = vec![id];
         workspace.extend(old.workspace);
         let manifest = Manifest { workspace, generation: old.generation + 1 };

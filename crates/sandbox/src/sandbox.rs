@@ -10,7 +10,6 @@ use crate::error::Result;
 use crate::local::ProxyEndpoint;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// One environment's sandbox: one set of namespaces (or one pod, one VM)
@@ -70,13 +69,14 @@ pub trait Sandbox: Send + Sync {
     /// Thaws it; processes and files are as they were.
     async fn resume(&self) -> Result<()>;
 
-    /// Gives the (paused) sandbox a new `/workspace`: an overlay of `lowers`
-    /// (host directories, top first, immutable from now on) under the empty
-    /// `upper` with its `work` directory; the old mount becomes read-only and
-    /// is detached (see [`crate::layers`]). [`crate::Error::Busy`] while a
-    /// process holds a workspace file open for writing, and nothing changed.
-    async fn remount_workspace(&self, lowers: &[PathBuf], upper: &Path, work: &Path) -> Result<()> {
-        let _ = (lowers, upper, work);
+    /// Gives the (paused) sandbox new mounts at the swaps' targets
+    /// (`/workspace`, `/root`): overlays of their `lowers` (host directories,
+    /// top first, immutable from now on) under empty uppers; the old mounts
+    /// become read-only and are detached (see [`crate::layers`]).
+    /// [`crate::Error::Busy`] while a process holds a file in one open for
+    /// writing, and nothing changed.
+    async fn remount(&self, swaps: &[crate::agent::remount::Swap]) -> Result<()> {
+        let _ = swaps;
         Err(crate::Error::Unsupported("this sandbox backend cannot layer a workspace".into()))
     }
 

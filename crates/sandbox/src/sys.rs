@@ -226,6 +226,24 @@ pub(crate) fn set_tree_attrs(tree: BorrowedFd<'_>, attr_set: u64) -> io::Result<
     check(ret).map(drop)
 }
 
+/// Clears mount attributes (`MOUNT_ATTR_*`) on every mount of a tree.
+pub(crate) fn clear_tree_attrs(tree: BorrowedFd<'_>, attr_clr: u64) -> io::Result<()> {
+    let attr = MountAttr { attr_set: 0, attr_clr, propagation: 0, userns_fd: 0 };
+    let flags = libc::AT_EMPTY_PATH | libc::AT_RECURSIVE;
+    // SAFETY: `attr` is a valid mount_attr of the size passed; "" is NUL-terminated.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree.as_raw_fd(),
+            c"".as_ptr(),
+            flags,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(ret).map(drop)
+}
+
 /// Attaches a detached tree at `target` (`move_mount`).
 pub(crate) fn attach_tree(tree: BorrowedFd<'_>, target: &CStr) -> io::Result<()> {
     // SAFETY: both strings are NUL-terminated; fds are valid.

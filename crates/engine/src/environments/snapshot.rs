@@ -4,8 +4,8 @@
 //! becomes an immutable layer ([`sandbox::layers::LayerStore::seal`]). An
 //! environment made from that version of the template, whose setup is the
 //! template's (no field of it overridden), starts at its first
-//! initialization from copy-on-write layers of the snapshot (its home and
-//! writable system copied) and runs only what the snapshot cannot hold: its
+//! initialization from copy-on-write layers of the snapshot (workspace and
+//! home; a writable system is copied) and runs only what the snapshot cannot hold: its
 //! uploaded (`file_id`) files, whose bytes are its own. Its setup log says so.
 //! A snapshot missing here (another node, not ready yet, removed) means the
 //! environment runs its setup as before.
@@ -136,7 +136,7 @@ impl Environments {
             return None;
         }
         let manifest = self.layers.manifest(&from).ok().filter(|m| !m.workspace.is_empty())?;
-        for part in ["home", "system"] {
+        for part in ["system"] {
             if let Err(e) = sandbox::layers::copy_tree(&from.join(part), &dir.join(part)).await {
                 tracing::warn!(environment = %record.id, error = %e, "copying a template's snapshot failed");
                 return None;

@@ -39,11 +39,16 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
             writable: true,
             device: false,
         }),
-        (lowers, Some(work)) => overlays.push(crate::layers::workspace_overlay(lowers, &spec.workspace, work)?),
+        (lowers, Some(work)) => overlays.push(crate::layers::overlay(lowers, &spec.workspace, work, WORKSPACE)?),
         (_, None) => return Err(Error::Create("workspace layers need a work directory".into())),
     }
-    if let Some(home) = &spec.home {
-        binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false });
+    match (&spec.home, spec.home_lowers.as_slice(), &spec.home_work) {
+        (Some(home), [], _) => {
+            binds.push(BindSpec { source: path_str(home)?, target: "/root".into(), writable: true, device: false })
+        }
+        (Some(home), lowers, Some(work)) => overlays.push(crate::layers::overlay(lowers, home, work, "/root")?),
+        (None, [], _) => {}
+        _ => return Err(Error::Create("home layers need a home and a work directory".into())),
     }
     // After the workspace, which holds their mount points.
     for (source, target) in &spec.read_only {

@@ -16,7 +16,6 @@ use crate::wire::Request;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -254,11 +253,11 @@ impl Sandbox for LocalSandbox {
         self.freezer.resume().await
     }
 
-    async fn remount_workspace(&self, lowers: &[std::path::PathBuf], upper: &Path, work: &Path) -> Result<()> {
+    async fn remount(&self, swaps: &[crate::agent::remount::Swap]) -> Result<()> {
         let Some(config) = &self.helper else {
             return Err(crate::Error::Unsupported("this sandbox cannot remount its workspace".into()));
         };
-        super::remount::remount(config, self.process.pid, lowers, upper, work).await
+        super::remount::remount(config, self.process.pid, swaps).await
     }
 
     async fn destroy(&self) -> Result<()> {

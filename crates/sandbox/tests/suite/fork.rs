@@ -9,6 +9,8 @@ use std::path::Path;
 
 async fn start_over(backend: &sandbox::LocalBackend, store: &LayerStore, dir: &Path) -> TestLike {
     let mut spec = SandboxSpec::new(unique_id("fork"), dir.join("workspace"));
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    spec.home = Some(dir.join("home"));
     store.prepare(dir, &mut spec).unwrap();
     TestLike(backend.create_local(spec).await.unwrap())
 }
@@ -30,6 +32,7 @@ async fn a_fork_sees_the_files_of_the_moment_and_each_side_keeps_its_own_writes(
     let backend = backend();
     let source = start_over(&backend, &store, &src).await;
     sh(&*source.0, "echo one > a.txt && mkdir -p d && echo two > d/b.txt && echo gone > c.txt").await;
+    sh(&*source.0, "mkdir -p /root/.local && echo home > /root/.local/pkg").await;
     // A process with its working directory in /workspace keeps running.
     let ticker = source.0.exec(ExecRequest::new("while true; do sleep 0.05; done")).await.unwrap();
 
@@ -45,7 +48,9 @@ async fn a_fork_sees_the_files_of_the_moment_and_each_side_keeps_its_own_writes(
     let fork = start_over(&backend, &store, &dst).await;
     assert_eq!(sh(&*fork.0, "cat a.txt d/b.txt c.txt; ls").await, "one\ntwo\ngone\na.txt\nc.txt\nd");
     assert_eq!(sh(&*fork.0, &format!("kill -0 {} 2>/dev/null && echo alive || echo none", ticker.pid())).await, "none");
-    sh(&*fork.0, "echo fork > d/b.txt").await;
+    assert_eq!(sh(&*fork.0, "cat /root/.local/pkg").await, "home", "the home is forked too");
+    sh(&*fork.0, "echo fork > d/b.txt; echo fork-home > /root/.local/pkg").await;
+    assert_eq!(sh(&*source.0, "cat /root/.local/pkg").await, "home");
     assert_eq!(sh(&*source.0, "cat d/b.txt").await, "two", "the fork's write is not the source's");
     assert_eq!(sh(&*fork.0, "cat a.txt").await, "one", "the source's write is not the fork's");
 

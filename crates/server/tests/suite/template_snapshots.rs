@@ -58,7 +58,7 @@ fn entries(dir: &std::path::Path) -> usize {
 
 #[tokio::test]
 async fn a_template_is_prepared_once_and_environments_start_from_its_snapshot() {
-    let check = "cat /workspace/built.txt /workspace/t.txt; wc -l < /workspace/count; ls /workspace";
+    let check = "cat /workspace/built.txt /workspace/t.txt; wc -l < /workspace/count; cat /root/h.txt; ls /workspace";
     let model = ModelServer::with_script(vec![
         shell(check),
         Step::text("one"),
@@ -77,7 +77,7 @@ async fn a_template_is_prepared_once_and_environments_start_from_its_snapshot() 
     let template = json!({
         "name": "built",
         "files": [{"type": "inline", "path": "/workspace/t.txt", "data": "dGVtcGxhdGUK"}],
-        "setup_commands": [{"command": "echo run >> /workspace/count; echo v1 > /workspace/built.txt; echo prepared-v1"}],
+        "setup_commands": [{"command": "echo run >> /workspace/count; echo v1 > /workspace/built.txt; echo hv1 > /root/h.txt; echo prepared-v1"}],
     });
     let (status, t) = s.post(TEMPLATES, template).await;
     assert_eq!(status, StatusCode::OK, "{t}");
@@ -90,7 +90,8 @@ async fn a_template_is_prepared_once_and_environments_start_from_its_snapshot() 
     let (first, second) = (environment_from(&s, &tid).await, environment_from(&s, &tid).await);
     for env in [&first, &second] {
         let out = output_on(&s, env).await;
-        assert_eq!(out.lines().take(3).collect::<Vec<_>>(), ["v1", "template", "1"], "setup ran once: {out}");
+        let lines = out.lines().take(4).collect::<Vec<_>>();
+        assert_eq!(lines, ["v1", "template", "1", "hv1"], "setup ran once, its home kept too: {out}");
         let (_, record) = s.get(&format!("/v1/agents/environments/{env}")).await;
         assert_eq!(record["status"], "ready");
         let log = record["setup_log"].as_str().unwrap();
@@ -107,7 +108,7 @@ async fn a_template_is_prepared_once_and_environments_start_from_its_snapshot() 
     assert_eq!(prepared(&s, &tid).await["status"], "ready");
     let third = environment_from(&s, &tid).await;
     let out = output_on(&s, &third).await;
-    assert!(out.starts_with("v2\ntemplate\n1\n") && !out.contains("mine.txt"), "{out}");
+    assert!(out.starts_with("v2\ntemplate\n1\n") && !out.contains("mine.txt") && !out.contains("hv1"), "{out}");
     let snapshots = s.dir.path().join("environments/.snapshots");
     assert_eq!(entries(&snapshots), 1, "the old version's snapshot went; its layer stays with its environments");
 
