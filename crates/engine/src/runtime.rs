@@ -630,7 +630,8 @@ impl Engine {
             }
         });
         let series = self.inner.metrics.model(&rec.session.agent.config.model);
-        let run = TurnRun { rec, model, series, tools, messages, cancel, results, register, resume };
+        let encoded = models::EncodedHistory::default();
+        let run = TurnRun { rec, model, series, tools, messages, encoded, cancel, results, register, resume };
         let mut rec_after = None;
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };

@@ -44,6 +44,8 @@ pub struct TurnRun {
     pub series: Arc<telemetry::ModelSeries>,
     pub tools: ToolSet,
     pub messages: Vec<Message>,
+    /// The history's wire encodings, reused by each step's request.
+    pub encoded: models::EncodedHistory,
     pub cancel: CancellationToken,
     pub results: mpsc::UnboundedReceiver<Answer>,
     /// Registers the calls the turn now waits for (so that results naming
@@ -66,6 +68,7 @@ impl TurnRun {
             (own, None) => own,
         };
         req.messages = std::mem::take(&mut self.messages);
+        req.encoded = self.encoded.clone();
         req.tools = self.tools.specs();
         req.tool_call_deltas = self.tools.wants_streaming();
         crate::output_format::apply(&mut req, c, self.rec.turn.settings.as_ref());

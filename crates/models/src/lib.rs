@@ -53,6 +53,6 @@ pub use registry::{ProviderKind, Registry, RegistryBuilder, ResolvedModel};
 pub use response::ModelResponse;
 pub use settings::{ApiKey, ProviderConfig, ProviderSettings, RetryPolicy, Timeouts};
 pub use types::{
-    FinishReason, Message, ModelEvent, ModelRequest, Reasoning, ReasoningEffort, ReasoningSummary, TextFormat,
-    ToolCall, ToolCallDelta, ToolSpec, Usage, Verbosity,
+    EncodedHistory, FinishReason, Message, ModelEvent, ModelRequest, Reasoning, ReasoningEffort, ReasoningSummary,
+    TextFormat, ToolCall, ToolCallDelta, ToolSpec, Usage, Verbosity,
 };

@@ -5,7 +5,7 @@
 
 use super::{DEFAULT_MAX_TOKENS, JSON_OBJECT_INSTRUCTION, MIN_THINKING_BUDGET};
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, TextFormat, ToolCall};
+use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, Spanned, TextFormat, ToolCall};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -18,7 +18,6 @@ struct Body<'a> {
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     system: Option<Cow<'a, str>>,
-    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
@@ -82,8 +81,11 @@ struct WireTool<'a> {
 }
 
 pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
-    let mut messages: Vec<WireMessage<'_>> = Vec::with_capacity(request.messages.len());
-    for message in &request.messages {
+    let fail = |error: serde_json::Error| ModelError::Config {
+        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
+    };
+    let mut messages: Vec<Spanned<WireMessage<'_>>> = Vec::with_capacity(request.messages.len());
+    for (i, message) in request.messages.iter().enumerate() {
         let (role, block) = match message {
             Message::User { text } => ("user", Block::Text { text }),
             Message::Reasoning(reasoning) => match thinking_block(reasoning) {
@@ -96,10 +98,18 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
             Message::ToolResult { call_id, content } => ("user", Block::ToolResult { tool_use_id: call_id, content }),
         };
         match messages.last_mut() {
-            Some(last) if last.role == role => last.content.push(block),
-            _ => messages.push(WireMessage { role, content: vec![block] }),
+            Some(last) if last.message.role == role => {
+                last.message.content.push(block);
+                last.end = i + 1;
+            }
+            _ => messages.push(Spanned { start: i, end: i + 1, message: WireMessage { role, content: vec![block] } }),
         }
     }
+    // The messages first, their encodings reused from the turn's earlier steps.
+    let mut out = Vec::with_capacity(1024);
+    out.extend_from_slice(b"{\"messages\":[");
+    request.encoded.write("anthropic", request.messages.len(), &messages, &mut out).map_err(fail)?;
+    out.extend_from_slice(b"],");
     let (max_tokens, thinking) = budget(request);
     let thinks = thinking.is_some();
     let sampling = |value: Option<f64>| value.filter(|_| !thinks);
@@ -116,7 +126,6 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
             }
             Some(TextFormat::JsonObject) | None => None,
         },
-        messages,
         tools: request
             .tools
             .iter()
@@ -124,9 +133,10 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
             .collect(),
         stream: true,
     };
-    serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
-        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
-    })
+    let rest = serde_json::to_vec(&body).map_err(fail)?;
+    // `rest` is an object with `model` at least: its fields follow the messages.
+    out.extend_from_slice(rest.get(1..).unwrap_or_default());
+    Ok(Bytes::from(out))
 }
 
 /// The thinking budget for the requested effort: `max_tokens` counts the
@@ -181,6 +191,11 @@ fn tool_use(call: &ToolCall) -> Block<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_turns_kept_encodings_change_no_body() {
+        crate::types::encoded::assert_reuse_changes_nothing(|r| body(r, "p").unwrap());
+    }
     use serde_json::json;
 
     #[test]

@@ -47,6 +47,12 @@ impl OpenAiChat {
     }
 }
 
+/// The JSON body a Chat Completions call sends for `request` (what
+/// [`Provider::stream`] posts), for benchmarks and diagnostics.
+pub fn request_body(request: &ModelRequest) -> Result<bytes::Bytes> {
+    request::body(request, "openai")
+}
+
 impl Provider for OpenAiChat {
     fn name(&self) -> &str {
         &self.endpoint.provider

@@ -2,15 +2,15 @@
 //! borrowing from the request instead of copying the history.
 
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, TextFormat, ToolCall};
+use crate::types::{Message, ModelRequest, Spanned, TextFormat, ToolCall};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+/// The body after its `messages`, which are written first (see [`body`]).
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
-    messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
     stream: bool,
@@ -106,30 +106,45 @@ impl<'a> ResponseFormat<'a> {
     }
 }
 
-/// The JSON body for `request`, always streamed with usage.
+/// The JSON body for `request`, always streamed with usage: `messages`
+/// first (the history's encodings reused from the turn's earlier steps),
+/// then the other fields.
 pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    if let Some(instructions) = &request.instructions {
-        messages.push(WireMessage::new("system", Some(instructions)));
-    }
-    for message in &request.messages {
-        match message {
-            Message::User { text } => messages.push(WireMessage::new("user", Some(text))),
+    let fail = |error: serde_json::Error| ModelError::Config {
+        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
+    };
+    let mut history: Vec<Spanned<WireMessage<'_>>> = Vec::with_capacity(request.messages.len());
+    for (i, message) in request.messages.iter().enumerate() {
+        let wire = match message {
+            Message::User { text } => WireMessage::new("user", Some(text)),
             // Chat Completions has no place for reasoning in the history
             // (DeepSeek refuses a `reasoning_content` sent back).
-            Message::Reasoning(_) => {}
-            Message::Assistant { text } => messages.push(WireMessage::new("assistant", Some(text))),
-            Message::ToolCall(call) => push_tool_call(&mut messages, call),
+            Message::Reasoning(_) => continue,
+            Message::Assistant { text } => WireMessage::new("assistant", Some(text)),
+            Message::ToolCall(call) => {
+                push_tool_call(&mut history, i, call);
+                continue;
+            }
             Message::ToolResult { call_id, content } => {
                 let mut message = WireMessage::new("tool", Some(content));
                 message.tool_call_id = Some(call_id);
-                messages.push(message);
+                message
             }
+        };
+        history.push(Spanned { start: i, end: i + 1, message: wire });
+    }
+    let mut out = Vec::with_capacity(1024);
+    out.extend_from_slice(b"{\"messages\":[");
+    if let Some(instructions) = &request.instructions {
+        serde_json::to_writer(&mut out, &WireMessage::new("system", Some(instructions))).map_err(fail)?;
+        if !history.is_empty() {
+            out.push(b',');
         }
     }
-    let body = Body {
+    request.encoded.write("openai_chat", request.messages.len(), &history, &mut out).map_err(fail)?;
+    out.extend_from_slice(b"],");
+    let rest = Body {
         model: &request.model,
-        messages,
         tools: request
             .tools
             .iter()
@@ -152,25 +167,30 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
         verbosity: request.verbosity.map(|verbosity| verbosity.as_str()),
         service_tier: request.service_tier.as_deref(),
     };
-    serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
-        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
-    })
+    let rest = serde_json::to_vec(&rest).map_err(fail)?;
+    // `rest` is an object with `model` at least: its fields follow the messages.
+    out.extend_from_slice(rest.get(1..).unwrap_or_default());
+    Ok(Bytes::from(out))
 }
 
 /// A tool call joins the assistant message right before it (its text or
 /// earlier calls of the same step): Chat Completions wants them together.
-fn push_tool_call<'a>(messages: &mut Vec<WireMessage<'a>>, call: &'a ToolCall) {
+/// Its wire message then covers the history up to this call (`at`).
+fn push_tool_call<'a>(messages: &mut Vec<Spanned<WireMessage<'a>>>, at: usize, call: &'a ToolCall) {
     let wire = WireToolCall {
         id: &call.id,
         r#type: "function",
         function: WireFunctionCall { name: &call.name, arguments: &call.arguments },
     };
     match messages.last_mut() {
-        Some(last) if last.role == "assistant" => last.tool_calls.push(wire),
+        Some(last) if last.message.role == "assistant" => {
+            last.message.tool_calls.push(wire);
+            last.end = at + 1;
+        }
         _ => {
             let mut message = WireMessage::new("assistant", None);
             message.tool_calls.push(wire);
-            messages.push(message);
+            messages.push(Spanned { start: at, end: at + 1, message });
         }
     }
 }
@@ -178,6 +198,11 @@ fn push_tool_call<'a>(messages: &mut Vec<WireMessage<'a>>, call: &'a ToolCall) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_turns_kept_encodings_change_no_body() {
+        crate::types::encoded::assert_reuse_changes_nothing(|r| body(r, "p").unwrap());
+    }
     use crate::types::{Reasoning, ReasoningEffort, ToolSpec, Verbosity};
     use serde_json::json;
 

@@ -3,17 +3,17 @@
 //! `reasoning`), borrowing from the request.
 
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, TextFormat};
+use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, Spanned, TextFormat};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
+/// The body after its `input`, which is written first (see [`body`]).
 #[derive(Serialize)]
 struct Body<'a> {
     model: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     instructions: Option<&'a str>,
-    input: Vec<Item<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool<'a>>,
     stream: bool,
@@ -103,7 +103,20 @@ enum Format<'a> {
 }
 
 pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
-    let input = request.messages.iter().filter_map(item).collect();
+    let fail = |error: serde_json::Error| ModelError::Config {
+        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
+    };
+    let input: Vec<Spanned<Item<'_>>> = request
+        .messages
+        .iter()
+        .enumerate()
+        .filter_map(|(i, message)| item(message).map(|message| Spanned { start: i, end: i + 1, message }))
+        .collect();
+    // The input first, its items' encodings reused from the turn's earlier steps.
+    let mut out = Vec::with_capacity(1024);
+    out.extend_from_slice(b"{\"input\":[");
+    request.encoded.write("openai_responses", request.messages.len(), &input, &mut out).map_err(fail)?;
+    out.extend_from_slice(b"],");
     let reasoning =
         (request.reasoning_effort.is_some() || request.reasoning_summary.is_some()).then(|| ReasoningConfig {
             effort: request.reasoning_effort.map(ReasoningEffort::as_str),
@@ -120,7 +133,6 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     let body = Body {
         model: &request.model,
         instructions: request.instructions.as_deref(),
-        input,
         tools: request
             .tools
             .iter()
@@ -146,9 +158,10 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
         top_p: request.top_p,
         service_tier: request.service_tier.as_deref(),
     };
-    serde_json::to_vec(&body).map(Bytes::from).map_err(|error| ModelError::Config {
-        message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
-    })
+    let rest = serde_json::to_vec(&body).map_err(fail)?;
+    // `rest` is an object with `model` at least: its fields follow the input.
+    out.extend_from_slice(rest.get(1..).unwrap_or_default());
+    Ok(Bytes::from(out))
 }
 
 fn item(message: &Message) -> Option<Item<'_>> {
@@ -177,6 +190,11 @@ fn reasoning_item(reasoning: &Reasoning) -> Option<Item<'_>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_turns_kept_encodings_change_no_body() {
+        crate::types::encoded::assert_reuse_changes_nothing(|r| body(r, "p").unwrap());
+    }
     use crate::types::{ReasoningSummary, ToolCall, ToolSpec, Verbosity};
     use serde_json::json;
 

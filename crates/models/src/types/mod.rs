@@ -8,10 +8,13 @@
 //! - `events`: what a stream yields ([`ModelEvent`], [`Usage`], …).
 //! - `reasoning`: [`Reasoning`], the model's thinking, kept in the history.
 
+pub(crate) mod encoded;
 mod events;
 mod options;
 mod reasoning;
 
+pub use encoded::EncodedHistory;
+pub(crate) use encoded::Spanned;
 pub use events::{FinishReason, ModelEvent, ToolCallDelta, Usage};
 pub use options::{ReasoningEffort, ReasoningSummary, TextFormat, Verbosity};
 pub use reasoning::Reasoning;
@@ -53,6 +56,10 @@ pub struct ModelRequest {
     /// Also yield [`ModelEvent::ToolCallDelta`]s while tool calls stream (not sent upstream).
     #[serde(default)]
     pub tool_call_deltas: bool,
+    /// The history's wire encodings, kept across the steps of one turn: give
+    /// each step's request the turn's one [`EncodedHistory`] (not sent).
+    #[serde(skip)]
+    pub encoded: EncodedHistory,
 }
 
 impl ModelRequest {
