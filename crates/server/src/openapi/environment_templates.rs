@@ -20,9 +20,11 @@ pub(super) fn add(doc: &mut Doc) {
     doc.add(
         Op::post(TEMPLATES, "createEnvironmentTemplate", "Create an environment template")
             .about(
-                "Checked as an environment's configuration is (skills and files must exist). `status` is `ready` at \
-                 once: each environment made from it runs the setup at first use. `env` values, setup commands and \
-                 file and skill contents are kept but never shown.",
+                "Checked as an environment's configuration is (skills and files must exist). With packages, files or \
+                 setup commands its `status` is `preparing` while that setup runs once into a snapshot, then \
+                 `ready` (`preparation_log`; environments made from it start from the snapshot without running \
+                 setup) or `failed` (`preparation_error`; environments from it are refused, 409); with none, \
+                 `ready` at once. `env` values, setup commands and file and skill contents are kept but never shown.",
             )
             .body(of::<EnvironmentTemplateCreate>)
             .json(of::<EnvironmentTemplate>)
@@ -40,8 +42,8 @@ pub(super) fn add(doc: &mut Doc) {
     doc.add(
         Op::post(TEMPLATE, "updateEnvironmentTemplate", "Update an environment template")
             .about(
-                "Omitted fields are kept, `null` resets one, a value replaces it whole; `version` goes up by one. \
-                 Environments already created from it do not change.",
+                "Omitted fields are kept, `null` resets one, a value replaces it whole; `version` goes up by one and \
+                 the new version is prepared again. Environments already created from it do not change.",
             )
             .body(of::<EnvironmentTemplateUpdate>)
             .json(of::<EnvironmentTemplate>)

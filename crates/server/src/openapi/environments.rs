@@ -25,7 +25,7 @@ pub(super) fn add(doc: &mut Doc) {
             .body(of::<EnvironmentCreate>)
             .status(201)
             .json(of::<Environment>)
-            .errors(&[404]),
+            .errors(&[404, 409]),
     );
     doc.add(
         Op::get("/v1/agents/environments", "listEnvironments", "List environments")
