@@ -99,7 +99,8 @@ async fn main() {
     println!("program returning a constant ({CONSTANT_RUNS} runs): p50 {p50:?}, p99 {p99:?} (budget p50 2 ms)");
 
     // 2. 100 sequential call_tools, in a program and directly, to a server in a sandbox.
-    let backend = LocalBackend::new(LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte"), vec!["sandbox-agent".into()]));
+    let backend =
+        LocalBackend::new(LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte"), vec!["sandbox-agent".into()]));
     let dir = tempfile::tempdir().unwrap();
     let mut spec = SandboxSpec::new(format!("bench-workflow-{}", std::process::id()), dir.path().join("workspace"));
     spec.read_only.push((servers_dir().canonicalize().unwrap(), "/workspace/servers".into()));
