@@ -100,6 +100,7 @@ fn main() {
             idle_pause: Duration::from_secs(3600),
             limits: sandbox::Limits::default(),
             live_per_org: None,
+            disk: None,
         };
         let envs = Environments::new(Arc::clone(&store), backend, config, Arc::new(telemetry::Metrics::default()));
         let zip = skill_zip(mib);

@@ -26,9 +26,11 @@ use store::Store;
 use telemetry::{Gauge, Metrics};
 use tokio::sync::broadcast;
 
+mod disk;
 mod fork;
 mod snapshot;
 
+pub use disk::disk_bytes;
 pub use fork::FORK_BUSY;
 pub use snapshot::{PrepareFailure, snapshot_key};
 
@@ -49,6 +51,8 @@ pub struct EnvironmentsConfig {
     /// Sandboxes one organization may have on this server at once (running
     /// or paused); `None` for no limit.
     pub live_per_org: Option<usize>,
+    /// Each environment's disk image (its quota, [`disk_bytes`]); `None`: no quota.
+    pub disk: Option<Arc<sandbox::disk::Images>>,
 }
 
 /// The limits of a `container_size` (`small`: 1 CPU and 2 GiB, `medium`: 2 CPUs and 4 GiB,
@@ -364,6 +368,7 @@ impl Environments {
             .await
             .map_err(store_err)?;
         }
+        self.give_disk(env_id, record.config.container_size.as_deref()).await?;
         let dir = self.config.root.join(env_id.as_str());
         let workspace = dir.join("workspace");
         let home = dir.join("home");
@@ -536,11 +541,8 @@ impl Environments {
             let _ = sandbox.destroy().await;
         }
         if remove_files {
-            let _ = std::fs::remove_dir_all(self.config.root.join(env_id.as_str()));
-            // Its layers go with it unless another environment uses them.
-            if let Err(e) = self.layers.collect().await {
-                tracing::warn!(environment = %env_id, error = %e, "collecting unused workspace layers failed");
-            }
+            // Its layers (and image) go with it unless another environment uses them.
+            self.remove_files(env_id).await;
         }
     }
 

@@ -61,6 +61,11 @@ enum Command {
         /// sandbox has no quota but still competes as one group for its fair share.
         #[arg(long, env = "REBYTE_SANDBOX_CPUS")]
         sandbox_cpus: Option<f64>,
+        /// Each environment's disk quota in GiB (a disk image of its own; `container_size`
+        /// small halves it, large doubles it); 0 for none. Needs root and a loop device:
+        /// without them there is no quota and the server says so once at start.
+        #[arg(long, env = "REBYTE_ENVIRONMENT_DISK_GIB", default_value_t = server::DEFAULT_ENVIRONMENT_DISK_GIB)]
+        environment_disk_gib: u64,
         /// An IPv4 range that sandboxes with network access `enabled` may reach although it is
         /// private, link-local or otherwise blocked (repeatable or comma-separated, e.g.
         /// 10.1.0.0/16); never the host's own addresses nor other sandboxes.
@@ -216,6 +221,7 @@ async fn run() -> Result<()> {
             config: models_config,
             master_key_file,
             sandbox_cpus,
+            environment_disk_gib,
             sandbox_allow_cidr,
             sandbox_address_pool,
             idle_pause,
@@ -247,6 +253,7 @@ async fn run() -> Result<()> {
                 anyhow::ensure!(cpus.is_finite() && cpus > 0.0, "--sandbox-cpus must be a positive number");
                 config.sandbox_limits.cpu_millicores = Some((cpus * 1000.0).round().max(10.0) as u64);
             }
+            config.environment_disk_gib = environment_disk_gib;
             config.sandbox_network =
                 sandbox::local::NetworkConfig { pool: sandbox_address_pool, allow: sandbox_allow_cidr };
             config.idle_pause = std::time::Duration::try_from_secs_f64(idle_pause)

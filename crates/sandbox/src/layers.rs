@@ -20,6 +20,12 @@
 //! any) are copied while it is frozen. When a process holds a file open for
 //! writing in either the remount is refused; the fork then gets a copy of the
 //! source's uppers instead (slower, the same result).
+//!
+//! A layer is renamed out of an upper, so it must stay on the upper's
+//! filesystem: when an environment's directory is a disk image of its own
+//! ([`crate::disk`]), a fork's new layer lives inside it
+//! (`<root>/<src>/.layers/<id>/`) and `<root>/.layers/<id>` is a symlink
+//! to it; collecting the layer removes both.
 
 use crate::api::SandboxSpec;
 use crate::error::{Error, Result};
@@ -186,6 +192,31 @@ impl LayerStore {
         result.map(|copied| Forked { copied, frozen })
     }
 
+    /// Creates the directory of a new layer `id` made from `dir`'s uppers, on
+    /// `dir`'s filesystem: [`Self::layer`] itself, or inside `dir` (a disk
+    /// image) with [`Self::layer`] a symlink to it.
+    fn place(&self, dir: &Path, id: &str) -> Result<PathBuf> {
+        use std::os::unix::fs::MetadataExt;
+        let layers = self.root.join(LAYERS);
+        std::fs::create_dir_all(&layers).map_err(io(format!("create {}", layers.display())))?;
+        let dev = |p: &Path| std::fs::metadata(p).map(|m| m.dev()).map_err(io(format!("stat {}", p.display())));
+        let link = self.layer(id);
+        if dev(dir)? == dev(&layers)? {
+            std::fs::create_dir_all(&link).map_err(io(format!("create {}", link.display())))?;
+            return Ok(link);
+        }
+        let real = dir.join(LAYERS).join(id);
+        std::fs::create_dir_all(&real).map_err(io(format!("create {}", real.display())))?;
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let target = if dir.parent() == Some(self.root.as_path()) {
+            PathBuf::from("..").join(name).join(LAYERS).join(id)
+        } else {
+            real.clone()
+        };
+        std::os::unix::fs::symlink(&target, &link).map_err(io(format!("link {}", link.display())))?;
+        Ok(real)
+    }
+
     /// The parts of `dir` that are layered: the workspace, and the home if it has one.
     fn parts(dir: &Path) -> Vec<(&'static str, &'static str)> {
         let mut parts = vec![("workspace", crate::api::WORKSPACE)];
@@ -227,8 +258,7 @@ impl LayerStore {
             Ok(()) => {
                 // The source's mounts hold their directories open: renaming them changes nothing for it.
                 let id = format!("lay_{:016x}", rand::random::<u64>());
-                let layer = self.layer(&id);
-                std::fs::create_dir_all(&layer).map_err(io(format!("create {}", layer.display())))?;
+                let layer = self.place(src, &id)?;
                 for (part, _) in &parts {
                     std::fs::rename(src.join(part), layer.join(part)).map_err(io("turn an upper into a layer"))?;
                     std::fs::rename(src.join(format!("{part}.next")), src.join(part))
@@ -269,8 +299,7 @@ impl LayerStore {
         let _held = self.lock.lock().await;
         let old = self.manifest(dir)?;
         let id = format!("lay_{:016x}", rand::random::<u64>());
-        let layer = self.layer(&id);
-        std::fs::create_dir_all(&layer).map_err(io(format!("create {}", layer.display())))?;
+        let layer = self.place(dir, &id)?;
         for part in ["workspace", "home"] {
             let upper = dir.join(part);
             std::fs::create_dir_all(&upper).map_err(io(format!("create {}", upper.display())))?;
@@ -299,7 +328,7 @@ impl LayerStore {
         for entry in entries.flatten() {
             let name = entry.file_name();
             match name.to_str() {
-                Some(LAYERS) => {}
+                Some(LAYERS) | Some(crate::disk::IMAGES) => {}
                 Some(n) if n.starts_with('.') => {
                     dirs.extend(std::fs::read_dir(entry.path()).into_iter().flatten().flatten().map(|e| e.path()))
                 }
@@ -312,7 +341,17 @@ impl LayerStore {
         let mut removed = 0;
         for entry in std::fs::read_dir(self.root.join(LAYERS)).into_iter().flatten().flatten() {
             if entry.file_name().to_str().is_some_and(|n| !used.contains(n)) {
-                remove(&entry.path());
+                let path = entry.path();
+                if let Ok(target) = std::fs::read_link(&path) {
+                    // A layer inside a disk image: its files, then the link.
+                    remove(&self.root.join(LAYERS).join(target));
+                    if let Err(e) = std::fs::remove_file(&path) {
+                        tracing::warn!(path = %path.display(), error = %e, "removing a layer's link failed");
+                    }
+                    removed += 1;
+                    continue;
+                }
+                remove(&path);
                 removed += 1;
             }
         }

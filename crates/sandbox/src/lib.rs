@@ -22,6 +22,7 @@
 pub mod agent;
 pub mod api;
 pub mod client;
+pub mod disk;
 pub mod egress;
 mod error;
 pub mod layers;

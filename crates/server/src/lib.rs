@@ -47,6 +47,8 @@ use tokio::net::TcpListener;
 
 /// Largest request body accepted, in bytes (answered 413 beyond).
 pub const DEFAULT_BODY_LIMIT: usize = 8 * 1024 * 1024;
+/// Each environment's disk quota in GiB unless configured (`medium`'s).
+pub const DEFAULT_ENVIRONMENT_DISK_GIB: u64 = 10;
 
 /// How the server is set up.
 #[derive(Debug, Clone)]
@@ -77,6 +79,9 @@ pub struct Config {
     pub idle_pause: std::time::Duration,
     /// The resource limits of every environment's sandbox.
     pub sandbox_limits: sandbox::Limits,
+    /// Each environment's disk quota in GiB (a `container_size` scales it:
+    /// `engine::environments::disk_bytes`); 0: none.
+    pub environment_disk_gib: u64,
     /// Addresses of `enabled` sandboxes and the blocked ranges they may reach anyway.
     pub sandbox_network: sandbox::local::NetworkConfig,
     /// This node's id in a cluster (PostgreSQL); default `<hostname>-<8 hex digits of the data directory's path>`.
@@ -105,6 +110,7 @@ impl Config {
             setup_timeout: std::time::Duration::from_secs(600),
             idle_pause: std::time::Duration::from_secs(600),
             sandbox_limits: sandbox::Limits::default(),
+            environment_disk_gib: DEFAULT_ENVIRONMENT_DISK_GIB,
             sandbox_network: sandbox::local::NetworkConfig::default(),
             node_id: None,
             advertise: None,
@@ -212,6 +218,15 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         None => sandbox::LocalConfig::default(),
     };
     let local = sandbox::LocalConfig { network: config.sandbox_network.clone(), ..local };
+    // Before the backend clones any agent: see `sandbox::disk`.
+    let root = config.data_dir.join("environments");
+    let disk = match std::fs::create_dir_all(&root) {
+        Ok(()) => sandbox::disk::Images::open(&root, config.environment_disk_gib << 30),
+        Err(e) => {
+            tracing::warn!(path = %root.display(), error = %e, "environments have no disk quota");
+            None
+        }
+    };
     let backend: Arc<dyn sandbox::Backend> = Arc::new(sandbox::LocalBackend::new(local));
     // One registry for the server: the engine, its environments and the HTTP layer record into it.
     let metrics = Arc::new(telemetry::Metrics::default());
@@ -219,11 +234,12 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         Arc::clone(&store),
         backend,
         engine::environments::EnvironmentsConfig {
-            root: config.data_dir.join("environments"),
+            root,
             setup_timeout: config.setup_timeout,
             idle_pause: config.idle_pause,
             limits: config.sandbox_limits,
             live_per_org: config.limits.live_sandboxes.map(|n| n as usize),
+            disk,
         },
         Arc::clone(&metrics),
     );

@@ -27,6 +27,7 @@ pub async fn start(model_url: &str) -> TestApp {
             idle_pause: std::time::Duration::from_secs(600),
             limits: sandbox::Limits::default(),
             live_per_org: None,
+            disk: None,
         },
         metrics,
     );

@@ -26,6 +26,11 @@ impl Environments {
             Some(t) => Some(t.lock().await),
             None => None,
         };
+        let size = match self.store.get_environment(org_id, dst).await {
+            Ok(record) => record.and_then(|r| r.config.container_size),
+            Err(e) => return Err(EnvFailure::new("internal_error", e.to_string())),
+        };
+        self.give_disk(dst, size.as_deref()).await?;
         let (from, to) = (self.config.root.join(src.as_str()), self.config.root.join(dst.as_str()));
         let forked = self.layers.fork(&from, &to, sandbox.as_ref()).await.map_err(|e| match e {
             sandbox::Error::Busy(why) => EnvFailure::new(FORK_BUSY, why),

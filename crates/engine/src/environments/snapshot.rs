@@ -157,9 +157,7 @@ impl Environments {
     /// environment uses any more.
     pub async fn remove_snapshot(&self, key: &str) {
         let _ = std::fs::remove_dir_all(self.snapshot_dir(key));
-        if let Err(e) = self.layers.collect().await {
-            tracing::warn!(snapshot = key, error = %e, "collecting unused workspace layers failed");
-        }
+        self.collect_layers(key).await;
     }
 
     /// Deletes a template's snapshots (all, or all but `keep`'s key), then the
@@ -173,8 +171,6 @@ impl Environments {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
         }
-        if let Err(e) = self.layers.collect().await {
-            tracing::warn!(template = template_id, error = %e, "collecting unused workspace layers failed");
-        }
+        self.collect_layers(template_id).await;
     }
 }

@@ -1,6 +1,7 @@
 //! Test modules and the helpers they share.
 
 mod basics;
+mod disk;
 mod enabled_network;
 mod files;
 mod fork;

@@ -7,6 +7,7 @@ mod cluster;
 mod console;
 mod conversations;
 mod database_url;
+mod environment_disk;
 mod environment_fork;
 mod environment_network;
 mod environment_packages;

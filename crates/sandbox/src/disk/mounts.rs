@@ -1,0 +1,103 @@
+//! The host mount operations disk images need: reading the mount table,
+//! binding the environments' root onto itself as a shared mount (so that an
+//! image mounted under it later reaches warm agents cloned before), moving a
+//! prepared image's mount into place, and detaching one.
+
+use crate::error::{Error, Result};
+use nix::mount::{MntFlags, MsFlags, mount, umount2};
+use std::path::{Path, PathBuf};
+
+/// One line of `/proc/self/mountinfo`, the parts used here.
+pub(super) struct MountEntry {
+    pub target: PathBuf,
+    pub shared: bool,
+}
+
+/// `\040`-style escapes of mountinfo paths.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
+            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The mounts of this process's namespace.
+pub(super) fn table() -> Result<Vec<MountEntry>> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").map_err(|e| Error::io("read mountinfo", e))?;
+    Ok(text
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let target = PathBuf::from(unescape(fields.get(4)?));
+            let optional = fields.iter().skip(6).take_while(|f| **f != "-");
+            let shared = optional.clone().any(|f| f.starts_with("shared:"));
+            Some(MountEntry { target, shared })
+        })
+        .collect())
+}
+
+/// Whether something is mounted at `path` (itself, not above it).
+pub(super) fn is_mountpoint(path: &Path) -> Result<bool> {
+    Ok(table()?.iter().any(|m| m.target == path))
+}
+
+/// Makes `root` a mount of its own with shared propagation (a bind onto
+/// itself unless it already is one, from an earlier start).
+pub(super) fn share(root: &Path) -> Result<()> {
+    let mounted = table()?.into_iter().rev().find(|m| m.target == root);
+    if mounted.as_ref().is_some_and(|m| m.shared) {
+        return Ok(());
+    }
+    if mounted.is_none() {
+        mount(Some(root), root, None::<&str>, MsFlags::MS_BIND | MsFlags::MS_REC, None::<&str>)
+            .map_err(|e| Error::Create(format!("bind {} onto itself: {e}", root.display())))?;
+    }
+    mount(None::<&str>, root, None::<&str>, MsFlags::MS_SHARED, None::<&str>)
+        .map_err(|e| Error::Create(format!("make {} a shared mount: {e}", root.display())))
+}
+
+/// Makes `dir` a private mount of its own (a mount can be moved only from
+/// under a parent that is not shared).
+pub(super) fn private(dir: &Path) -> Result<()> {
+    if !is_mountpoint(dir)? {
+        mount(Some(dir), dir, None::<&str>, MsFlags::MS_BIND, None::<&str>)
+            .map_err(|e| Error::Create(format!("bind {} onto itself: {e}", dir.display())))?;
+    }
+    mount(None::<&str>, dir, None::<&str>, MsFlags::MS_PRIVATE, None::<&str>)
+        .map_err(|e| Error::Create(format!("make {} a private mount: {e}", dir.display())))
+}
+
+/// Moves the mount at `from` to `to` (an existing directory).
+pub(super) fn move_mount(from: &Path, to: &Path) -> Result<()> {
+    mount(Some(from), to, None::<&str>, MsFlags::MS_MOVE, None::<&str>)
+        .map_err(|e| Error::Create(format!("move the mount {} to {}: {e}", from.display(), to.display())))
+}
+
+/// Detaches whatever is mounted at `path` (and below it); its loop device
+/// goes once nothing uses it. Nothing mounted is fine.
+pub(super) fn detach(path: &Path) {
+    if let Err(e) = umount2(path, MntFlags::MNT_DETACH)
+        && e != nix::errno::Errno::EINVAL
+        && e != nix::errno::Errno::ENOENT
+    {
+        tracing::warn!(path = %path.display(), error = %e, "unmounting a disk image failed");
+    }
+}
+
+/// The mounts strictly below `dir`, deepest first.
+pub(super) fn below(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut found: Vec<PathBuf> =
+        table()?.into_iter().map(|m| m.target).filter(|t| t != dir && t.starts_with(dir)).collect();
+    found.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    found.dedup();
+    Ok(found)
+}

@@ -1,0 +1,125 @@
+//! Disk quotas (`sandbox::disk`): an environment's directory is a disk image
+//! of its own, so a write past its size fails with ENOSPC inside its sandbox
+//! while another sandbox still writes; an image keeps its files and its size
+//! across a reopening (a restart), deleting it frees it, and a fork's layer
+//! made inside a deleted source's image keeps that image until the fork goes.
+
+use super::support::*;
+use sandbox::disk::Images;
+use sandbox::layers::LayerStore;
+use sandbox::{Sandbox, SandboxSpec};
+use std::path::Path;
+use std::sync::Arc;
+
+const QUOTA: u64 = 64 << 20;
+
+async fn over(backend: &sandbox::LocalBackend, layers: &LayerStore, dir: &Path) -> Arc<sandbox::local::LocalSandbox> {
+    let mut spec = SandboxSpec::new(unique_id("disk"), dir.join("workspace"));
+    for d in ["workspace", "home"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    spec.home = Some(dir.join("home"));
+    layers.prepare(dir, &mut spec).unwrap();
+    backend.create_local(spec).await.unwrap()
+}
+
+/// Writes 100 MiB: the output and status of `head`.
+async fn write_past(sandbox: &dyn Sandbox) -> String {
+    let out = run(sandbox, "head -c 100M /dev/zero > big; echo status=$?; rm -f big").await;
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+fn mounted(dir: &Path) -> bool {
+    let Ok(dir) = std::fs::canonicalize(dir) else { return false };
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    table.lines().any(|l| l.split(' ').nth(4) == dir.to_str())
+}
+
+#[tokio::test]
+async fn a_write_past_the_quota_fails_with_enospc_inside_and_another_sandbox_still_writes() {
+    let root = tempfile::tempdir().unwrap();
+    let images = Images::open(root.path(), QUOTA).expect("this host loop-mounts (root)");
+    let layers = LayerStore::new(root.path());
+    images.ensure("env_a", QUOTA).await.unwrap();
+    images.ensure("env_b", QUOTA).await.unwrap();
+    let backend = backend();
+    let a = over(&backend, &layers, &root.path().join("env_a")).await;
+    let b = over(&backend, &layers, &root.path().join("env_b")).await;
+    sh(&*b, "head -c 40M /dev/zero > held").await;
+
+    let out = write_past(&*a).await;
+    assert!(out.contains("No space left on device"), "{out}");
+    assert!(!out.contains("status=0"), "{out}");
+    // The other sandbox, and this one once it freed the space, still write.
+    assert_eq!(sh(&*b, "head -c 10M /dev/zero > more && echo ok").await, "ok");
+    assert_eq!(sh(&*a, "echo small > s && cat s").await, "small");
+    // The home is on the same image.
+    let out = run(&*a, "head -c 100M /dev/zero > /root/big; echo status=$?").await;
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No space left on device"), "{out:?}");
+    a.destroy().await.unwrap();
+    b.destroy().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_image_keeps_its_files_and_size_across_a_restart_and_deleting_it_frees_it() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("env_kept");
+    let layers = LayerStore::new(root.path());
+    let backend = backend();
+    let images = Images::open(root.path(), QUOTA).unwrap();
+    images.ensure("env_kept", QUOTA).await.unwrap();
+    let sandbox = over(&backend, &layers, &dir).await;
+    sh(&*sandbox, "echo kept > /workspace/kept.txt").await;
+    sandbox.destroy().await.unwrap();
+    drop(images);
+    assert!(!mounted(&dir), "the last one closed unmounts");
+    assert!(!dir.join("workspace/kept.txt").exists());
+
+    // A restart: a new backend (its warm agents cloned after the opening).
+    let images = Images::open(root.path(), QUOTA).unwrap();
+    let backend = super::support::backend();
+    assert!(mounted(&dir), "a restart mounts every image again");
+    images.ensure("env_kept", QUOTA).await.unwrap();
+    let sandbox = over(&backend, &layers, &dir).await;
+    assert_eq!(sh(&*sandbox, "cat kept.txt").await, "kept");
+    assert!(write_past(&*sandbox).await.contains("No space left on device"), "the quota is kept");
+    sandbox.destroy().await.unwrap();
+
+    let image = images.image("env_kept");
+    assert!(image.exists());
+    assert!(images.remove("env_kept").await.unwrap());
+    assert!(!image.exists(), "deleting frees the image");
+    assert!(!mounted(&dir) && !dir.exists());
+}
+
+#[tokio::test]
+async fn a_forks_layer_keeps_a_deleted_sources_image_until_the_fork_goes() {
+    let root = tempfile::tempdir().unwrap();
+    let (src, dst) = (root.path().join("env_src"), root.path().join("env_dst"));
+    let layers = LayerStore::new(root.path());
+    let backend = backend();
+    let images = Images::open(root.path(), QUOTA).unwrap();
+    images.ensure("env_src", QUOTA).await.unwrap();
+    images.ensure("env_dst", QUOTA).await.unwrap();
+    let source = over(&backend, &layers, &src).await;
+    sh(&*source, "echo one > a.txt").await;
+    let forked = layers.fork(&src, &dst, &*source).await.unwrap();
+    assert!(!forked.copied);
+    let link = std::fs::read_dir(root.path().join(".layers")).unwrap().next().unwrap().unwrap().path();
+    assert!(std::fs::read_link(&link).is_ok(), "the layer lives in the source's image");
+    source.destroy().await.unwrap();
+
+    assert!(images.remove("env_src").await.unwrap());
+    layers.collect().await.unwrap();
+    images.sweep().await;
+    assert!(images.image("env_src").exists(), "the fork still uses a layer inside it");
+    let fork = over(&backend, &layers, &dst).await;
+    assert_eq!(sh(&*fork, "cat a.txt").await, "one");
+    fork.destroy().await.unwrap();
+
+    assert!(images.remove("env_dst").await.unwrap());
+    assert_eq!(layers.collect().await.unwrap(), 1);
+    images.sweep().await;
+    assert!(!images.image("env_src").exists() && !images.image("env_dst").exists());
+    assert!(!link.exists() && std::fs::symlink_metadata(&link).is_err());
+}
