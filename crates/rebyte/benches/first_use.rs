@@ -54,7 +54,9 @@ async fn main() {
         .await
         .unwrap();
     model.set_looping(true);
-    let (server, _) = common::start_server(&model, "warn", false);
+    // BENCH_LOG (default `warn`) shows the server's log: `info` times each initialization.
+    let log = std::env::var("BENCH_LOG").unwrap_or_else(|_| "warn".into());
+    let (server, _) = common::start_server(&model, &log, false);
     let (http, base) = (reqwest::Client::new(), server.url.clone());
     let (mut cold, mut warm, mut raw) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..runs {
