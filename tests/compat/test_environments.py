@@ -610,14 +610,16 @@ def test_megabytes_of_output_are_truncated_in_history_and_kept_whole_in_a_file(c
 
 @pytest.mark.parametrize("access", ["disabled", "enabled"])
 def test_network_access_disabled_or_enabled(client, model, access):
-    """`network.access: disabled` (the default) gives the sandbox a network namespace of its own: even the host's
-    loopback (here the scripted model server) is unreachable; `enabled` shares the host's network."""
+    """`network.access: disabled` (the default) gives the sandbox a network namespace with loopback only; `enabled`
+    one routed out (a default route) that still never reaches the host's own loopback (here the scripted model
+    server)."""
     port = model.url.rsplit(":", 1)[1]
     s = session(client, hosted(network={"access": access}))
     assert s.environment.network.access == access
-    model.script(shell(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected' 2>/dev/null || echo refused"),
+    model.script(shell(f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected' 2>/dev/null || echo refused; "
+                       "awk '$2 == \"00000000\" {r = 1} END {print r ? \"route\" : \"no-route\"}' /proc/net/route"),
                  reply("ok"))
-    assert output_of(client, s.id, "connect") == ("connected\n" if access == "enabled" else "refused\n")
+    assert output_of(client, s.id, "connect") == ("refused\nroute\n" if access == "enabled" else "refused\nno-route\n")
 
 
 def test_the_built_in_tools_are_offered_only_with_an_environment(client, model):

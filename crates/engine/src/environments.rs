@@ -13,6 +13,7 @@
 use crate::record::now;
 use crate::setup_progress::{SetupProgress, Watch};
 use futures::future::{BoxFuture, FutureExt, Shared};
+use phases::Phases;
 use protocol::environment::{
     EnvironmentError, EnvironmentRecord, EnvironmentSetup, EnvironmentStatus, FileParam, NetworkAccess, SetupState,
 };
@@ -28,6 +29,7 @@ use tokio::sync::broadcast;
 
 mod disk;
 mod fork;
+mod phases;
 mod snapshot;
 
 pub use disk::disk_bytes;
@@ -338,6 +340,7 @@ impl Environments {
         progress: &SetupProgress,
     ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
         let store_err = |e: store::Error| EnvFailure::new("internal_error", e.to_string());
+        let mut phases = Phases::start();
         let record = self.store.get_environment(org_id, env_id).await.map_err(store_err)?;
         let record = record
             .ok_or_else(|| EnvFailure::new("resource_not_found", format!("environment {env_id} no longer exists")))?;
@@ -368,7 +371,9 @@ impl Environments {
             .await
             .map_err(store_err)?;
         }
+        phases.mark("record");
         self.give_disk(env_id, record.config.container_size.as_deref()).await?;
+        phases.mark("disk");
         let dir = self.config.root.join(env_id.as_str());
         let workspace = dir.join("workspace");
         let home = dir.join("home");
@@ -393,10 +398,12 @@ impl Environments {
         if let Err(e) = self.layers.prepare(&dir, &mut spec) {
             return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await);
         }
+        phases.mark("prepare");
         let sandbox = match self.backend.create(spec).await {
             Ok(s) => s,
             Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
         };
+        phases.mark("sandbox");
         if first {
             let mut setup_spec = setup_spec;
             if let Err((step, message)) =
@@ -408,11 +415,13 @@ impl Environments {
             if snapshot.is_some() {
                 snapshot::applied_already(&record, &mut setup_spec);
             }
+            phases.mark("files");
             let mut observe = |e: sandbox::SetupEvent<'_>| progress.observe(e);
             let setup = sandbox::apply_setup_observed(sandbox.as_ref(), &setup_spec, &mut observe);
             let began = Instant::now();
             let applied = progress.record_while(self, org_id, env_id, setup).await;
             self.metrics.setup_ran(began.elapsed());
+            phases.mark("setup");
             match applied {
                 Ok(log) => {
                     let ended = progress.finish(SetupState::Completed, now());
@@ -442,6 +451,8 @@ impl Environments {
         } else {
             self.update(org_id, env_id, |r| r.status = EnvironmentStatus::Ready).await.map_err(store_err)?;
         }
+        phases.mark("ready");
+        tracing::debug!(environment = %env_id, phases = %phases, "environment initialization phases");
         Ok(sandbox)
     }
 

@@ -159,12 +159,13 @@ impl Images {
 
     fn ensure_now(&self, id: &str, bytes: u64) -> Result<bool> {
         let dir = self.root.join(id);
-        if mounts::is_mountpoint(&dir)? {
-            return Ok(true);
-        }
         let img = self.image(id);
+        // Only an environment with an image can have it mounted: a new one
+        // skips reading the mount table (a millisecond on a first use).
         if img.exists() {
-            image::mount(&img, &dir)?;
+            if !mounts::is_mountpoint(&dir)? {
+                image::mount(&img, &dir)?;
+            }
             return Ok(true);
         }
         if std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()) {
