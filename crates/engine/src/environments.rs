@@ -312,6 +312,17 @@ impl Environments {
         Some(self.live().get(env_id)?.setup.as_ref()?.watch())
     }
 
+    /// Where the stored environment's setup ended and its log (the last
+    /// initialization's, once it has ended); `None` when there is none.
+    pub async fn stored_setup(
+        &self,
+        org_id: &str,
+        env_id: &EnvironmentId,
+    ) -> Option<(Option<EnvironmentSetup>, String)> {
+        let record = self.store.get_environment(org_id, env_id).await.ok()??;
+        Some((record.setup, record.setup_log?))
+    }
+
     /// The sandbox if it is already running on this server (never initializes).
     pub fn running(&self, env_id: &EnvironmentId) -> Option<Arc<dyn Sandbox>> {
         let live = self.live();

@@ -100,6 +100,17 @@ impl SandboxTools {
                 watch.log.drain(..tail_start(&watch.log, CATCH_UP_LIMIT));
                 (watch.setup, Some(watch.log).filter(|l| !l.is_empty()), Some(watch.updates))
             }
+            // Setup ended before this turn asked (it failed, or its success is
+            // not yet seen): what it printed is stored with the environment.
+            None if self.envs.running(&self.env_id).is_none() => {
+                match self.envs.stored_setup(&self.org_id, &self.env_id).await {
+                    Some((setup, mut log)) => {
+                        log.drain(..tail_start(&log, CATCH_UP_LIMIT));
+                        (setup, Some(log).filter(|l| !l.is_empty()), None)
+                    }
+                    None => (None, None, None),
+                }
+            }
             None => (None, None, None),
         };
         let _ = rec.emit(vec![self.pending_event(rec, setup, output)]).await;
