@@ -9,6 +9,10 @@
 //! uploaded (`file_id`) files, whose bytes are its own. Its setup log says so.
 //! A snapshot missing here (another node, not ready yet, removed) means the
 //! environment runs its setup as before.
+//!
+//! Setup is the tenant's code: with disk quotas it runs in a scratch image
+//! of the environment's size (`prep_<key>`), so it cannot fill the host's
+//! disk either, and what it made is copied out into the snapshot once.
 
 use super::Environments;
 use protocol::environment::{EnvironmentConfig, EnvironmentRecord, FileParam};
@@ -37,6 +41,11 @@ impl PrepareFailure {
     fn at(step: &str, message: impl Into<String>) -> Self {
         PrepareFailure { step: step.into(), message: message.into(), output: None, log: String::new() }
     }
+}
+
+/// The disk image a template's setup runs in while it is prepared.
+fn scratch_id(key: &str) -> String {
+    format!("prep_{key}")
 }
 
 /// What of a configuration decides a snapshot's files.
@@ -73,18 +82,68 @@ impl Environments {
     pub async fn prepare_snapshot(&self, key: &str, record: &EnvironmentRecord) -> Result<String, PrepareFailure> {
         let dir = self.snapshot_dir(key);
         let _ = std::fs::remove_dir_all(&dir);
-        for d in [dir.join("workspace"), dir.join("home")] {
-            std::fs::create_dir_all(&d)
-                .map_err(|e| PrepareFailure::at("sandbox", format!("cannot create {}: {e}", d.display())))?;
+        let scratch = self.scratch_disk(key, record).await;
+        let result = match &scratch {
+            Ok(Some(at)) => self.prepare_in(key, record, at, &dir).await,
+            Ok(None) => self.prepare_in(key, record, &dir, &dir).await,
+            Err(e) => Err(e.clone()),
+        };
+        if let (Ok(Some(_)), Some(images)) = (&scratch, &self.config.disk)
+            && let Err(e) = images.remove(&scratch_id(key)).await
+        {
+            tracing::warn!(snapshot = key, error = %e, "deleting a preparation's disk image failed");
         }
-        let result = self.prepare_in(key, record, &dir).await;
         if result.is_err() {
             let _ = std::fs::remove_dir_all(&dir);
         }
         result
     }
 
+    /// The directory setup runs in, an image of the template's disk quota
+    /// of its own; `None` without disk quotas (setup runs in the snapshot).
+    async fn scratch_disk(&self, key: &str, record: &EnvironmentRecord) -> Result<Option<PathBuf>, PrepareFailure> {
+        let Some(images) = &self.config.disk else { return Ok(None) };
+        let id = scratch_id(key);
+        // A preparation a stopped server left.
+        let _ = images.remove(&id).await;
+        let bytes = super::disk::disk_bytes(images.base_bytes(), record.config.container_size.as_deref());
+        match images.ensure(&id, bytes).await {
+            Ok(true) => Ok(Some(images.root().join(id))),
+            Ok(false) => Ok(None),
+            Err(e) => Err(PrepareFailure::at("sandbox", format!("no disk for the preparation: {e}"))),
+        }
+    }
+
+    /// Runs the template's setup in `at` and makes `dir` its snapshot (a
+    /// copy of what setup made when `at` is a scratch image).
     async fn prepare_in(
+        &self,
+        key: &str,
+        record: &EnvironmentRecord,
+        at: &std::path::Path,
+        dir: &std::path::Path,
+    ) -> Result<String, PrepareFailure> {
+        for d in [at.join("workspace"), at.join("home"), dir.to_path_buf()] {
+            std::fs::create_dir_all(&d)
+                .map_err(|e| PrepareFailure::at("sandbox", format!("cannot create {}: {e}", d.display())))?;
+        }
+        let log = self.run_setup(key, record, at).await?;
+        if at != dir {
+            for part in ["workspace", "home", "system"] {
+                sandbox::layers::copy_tree(&at.join(part), &dir.join(part))
+                    .await
+                    .map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
+            }
+        }
+        self.layers.seal(dir).await.map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
+        let held =
+            serde_json::to_vec(&setup_of(&record.config)).map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
+        std::fs::write(dir.join(SETUP), held).map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
+        Ok(log)
+    }
+
+    /// The template's setup, once, in a sandbox over `dir`; its log.
+    async fn run_setup(
         &self,
         key: &str,
         record: &EnvironmentRecord,
@@ -117,11 +176,7 @@ impl Environments {
             },
             other => PrepareFailure::at("setup", other.to_string()),
         })?;
-        self.layers.seal(dir).await.map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
-        let held =
-            serde_json::to_vec(&setup_of(&record.config)).map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
-        std::fs::write(dir.join(SETUP), held).map_err(|e| PrepareFailure::at("snapshot", e.to_string()))?;
-        tracing::info!(snapshot = key, duration_ms = telemetry::millis(began.elapsed()), "template prepared");
+        tracing::info!(snapshot = key, duration_ms = telemetry::millis(began.elapsed()), "template setup ran");
         Ok(log.log)
     }
 

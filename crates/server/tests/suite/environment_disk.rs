@@ -54,3 +54,46 @@ async fn a_write_past_an_environments_disk_quota_fails_inside_it_and_nothing_els
     let (status, _) = s.get("/healthz").await;
     assert!(status.is_success());
 }
+
+/// A template's setup is the tenant's code too: it runs under the server's
+/// base quota (1 GiB here; templates have no size), so writing past it fails the preparation
+/// with "No space left on device", and a template within it is prepared and
+/// leaves no scratch image behind.
+#[tokio::test]
+async fn a_templates_preparation_runs_under_its_disk_quota() {
+    let s = TestServer::start_with(|c| c.environment_disk_gib = 1).await;
+    let prepared = |id: String| {
+        let s = &s;
+        async move {
+            for _ in 0..600 {
+                let (_, t) = s.get(&format!("/v1/agents/environments/templates/{id}")).await;
+                if t["status"] != "preparing" {
+                    return t;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            panic!("template {id} still preparing");
+        }
+    };
+    let big = json!({"setup_commands": [{"command": "head -c 1100M /dev/zero > /workspace/big"}]});
+    let (status, t) = s.post("/v1/agents/environments/templates", big).await;
+    assert!(status.is_success(), "{t}");
+    let t = prepared(t["id"].as_str().unwrap().to_string()).await;
+    assert_eq!(t["status"], "failed", "{t}");
+    let output = t["preparation_error"]["output"].as_str().unwrap_or_default();
+    assert!(output.contains("No space left on device"), "{t}");
+
+    let fits = json!({"setup_commands": [{"command": "head -c 1M /dev/zero > /workspace/f"}]});
+    let (status, t) = s.post("/v1/agents/environments/templates", fits).await;
+    assert!(status.is_success(), "{t}");
+    let t = prepared(t["id"].as_str().unwrap().to_string()).await;
+    assert_eq!(t["status"], "ready", "{t}");
+    let root = s.dir.path().join("environments");
+    let scratch: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("prep_"))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(scratch.is_empty(), "no preparation image is left: {scratch:?}");
+}
