@@ -10,7 +10,8 @@
 //! (cloned before it, as slaves); open it before any agent is cloned. New
 //! images come formatted and mounted from a small pool ([`pool`]) and are
 //! moved into place. A restart mounts every image again (a killed server's
-//! mounts are reused as they are). A deleted environment's files go at once;
+//! mounts are reused as they are); an opening also detaches the images a
+//! killed server left mounted over a data directory deleted since. A deleted environment's files go at once;
 //! its image stays while a fork's layer made from it
 //! ([`crate::layers::LayerStore::fork`], which puts a layer on the source's
 //! filesystem) is still in use, and [`Images::sweep`] frees it after.
@@ -92,8 +93,13 @@ impl Images {
         mounts::share(&root)?;
         mounts::private(&pool_dir)?;
         let pool = Arc::new(Pool::new(root.join(IMAGES), pool_dir));
-        // A killed server's prepared images.
+        // A killed server's prepared images, and the mounts of killed servers
+        // whose data directories were deleted since.
         pool.clear();
+        let swept = mounts::sweep_orphans();
+        if swept > 0 {
+            tracing::info!(mounts = swept, "detached the disk images of deleted data directories");
+        }
         let images = Images { root, pool, base };
         OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(images.root.clone());
         let first = images.pool.prepare(base)?;

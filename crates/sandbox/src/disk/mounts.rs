@@ -1,7 +1,8 @@
 //! The host mount operations disk images need: reading the mount table,
 //! binding the environments' root onto itself as a shared mount (so that an
 //! image mounted under it later reaches warm agents cloned before), moving a
-//! prepared image's mount into place, and detaching one.
+//! prepared image's mount into place, detaching one, and detaching those a
+//! killed server left over a data directory deleted since.
 
 use crate::error::{Error, Result};
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
@@ -11,6 +12,8 @@ use std::path::{Path, PathBuf};
 pub(super) struct MountEntry {
     pub target: PathBuf,
     pub shared: bool,
+    /// The mounted device (`/dev/loop3`) or other source.
+    pub source: String,
 }
 
 /// `\040`-style escapes of mountinfo paths.
@@ -40,7 +43,9 @@ pub(super) fn table() -> Result<Vec<MountEntry>> {
             let target = PathBuf::from(unescape(fields.get(4)?));
             let optional = fields.iter().skip(6).take_while(|f| **f != "-");
             let shared = optional.clone().any(|f| f.starts_with("shared:"));
-            Some(MountEntry { target, shared })
+            let mut after = fields.iter().skip_while(|f| **f != "-");
+            let source = after.nth(2).map(|s| unescape(s)).unwrap_or_default();
+            Some(MountEntry { target, shared, source })
         })
         .collect())
 }
@@ -100,4 +105,54 @@ pub(super) fn below(dir: &Path) -> Result<Vec<PathBuf>> {
     found.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     found.dedup();
     Ok(found)
+}
+
+/// Detaches every loop mount of a disk image whose file is gone (a server
+/// killed before it could unmount, its data directory deleted since): the
+/// mount would otherwise hold its loop device until the host restarts.
+/// Images of data directories that still exist are left alone. Returns how
+/// many were detached.
+pub(super) fn sweep_orphans() -> usize {
+    let Ok(entries) = table() else { return 0 };
+    let mut swept = 0;
+    for m in entries.iter().rev() {
+        let Some(device) = m.source.strip_prefix("/dev/") else { continue };
+        if !device.starts_with("loop") {
+            continue;
+        }
+        let Ok(backing) = std::fs::read_to_string(format!("/sys/block/{device}/loop/backing_file")) else { continue };
+        let backing = backing.trim_end();
+        let Some(file) = backing.strip_suffix(" (deleted)") else { continue };
+        if orphaned_image(Path::new(file)) {
+            detach(&m.target);
+            swept += 1;
+        }
+    }
+    swept
+}
+
+/// Whether `file` names one of this module's images (`…/.images/*.img`).
+fn orphaned_image(file: &Path) -> bool {
+    let in_images = file.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES);
+    in_images && file.extension().is_some_and(|e| e == "img")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_files_of_an_images_directory_count_as_orphaned_images() {
+        assert!(orphaned_image(Path::new("/tmp/x/environments/.images/env_1.img")));
+        assert!(orphaned_image(Path::new("/d/environments/.images/pool-ab.img")));
+        assert!(!orphaned_image(Path::new("/srv/disks/vm.img")));
+        assert!(!orphaned_image(Path::new("/tmp/x/environments/.images/notes.txt")));
+    }
+
+    #[test]
+    fn the_mount_table_names_each_mounts_source() {
+        let table = table().unwrap();
+        let root = table.iter().find(|m| m.target == Path::new("/")).expect("/ is mounted");
+        assert!(!root.source.is_empty());
+    }
 }

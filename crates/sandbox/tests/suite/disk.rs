@@ -123,3 +123,37 @@ async fn a_forks_layer_keeps_a_deleted_sources_image_until_the_fork_goes() {
     assert!(!images.image("env_src").exists() && !images.image("env_dst").exists());
     assert!(!link.exists() && std::fs::symlink_metadata(&link).is_err());
 }
+
+/// A server killed before it could unmount (its `Images` never dropped), its
+/// data directory deleted since: the next opening anywhere detaches those
+/// mounts, and leaves a live root's images alone.
+#[tokio::test]
+async fn an_opening_detaches_the_images_of_a_killed_servers_deleted_data_directory() {
+    let killed = tempfile::tempdir().unwrap();
+    let images = Images::open(killed.path(), QUOTA).unwrap();
+    images.ensure("env_k", QUOTA).await.unwrap();
+    let mount = killed.path().join("env_k");
+    assert!(mounted(&mount));
+    let mount = std::fs::canonicalize(&mount).unwrap();
+    std::mem::forget(images);
+    let live = tempfile::tempdir().unwrap();
+    let kept = Images::open(live.path(), QUOTA).unwrap();
+    kept.ensure("env_live", QUOTA).await.unwrap();
+    // The data directory deleted as far as it can be (as `rm -rf` would): the
+    // image files go, the mount points stay busy.
+    for f in std::fs::read_dir(killed.path().join(".images")).unwrap().flatten() {
+        if f.path().extension().is_some_and(|e| e == "img") {
+            std::fs::remove_file(f.path()).unwrap();
+        }
+    }
+    let listed = |p: &Path| {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        table.lines().any(|l| l.split(' ').nth(4) == p.to_str())
+    };
+    assert!(listed(&mount), "the killed server's image is still mounted");
+
+    let again = tempfile::tempdir().unwrap();
+    let _opened = Images::open(again.path(), QUOTA).unwrap();
+    assert!(!listed(&mount), "detached by the next opening");
+    assert!(mounted(&live.path().join("env_live")), "a live root's image is left alone");
+}
