@@ -11,7 +11,7 @@
 
 mod control;
 mod files;
-mod mounts;
+pub(crate) mod mounts;
 mod netif;
 mod procs;
 mod relay;

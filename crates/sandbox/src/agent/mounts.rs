@@ -177,7 +177,7 @@ fn overlays(cfg: &InitConfig) -> Result<Vec<(String, OwnedFd)>, String> {
 
 /// A mount point of `/proc/self/mountinfo`, whose spaces and the like are
 /// octal escapes (`\040`).
-fn unescape(s: &str) -> String {
+pub(crate) fn unescape(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;

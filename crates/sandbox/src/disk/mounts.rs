@@ -4,6 +4,7 @@
 //! prepared image's mount into place, detaching one, and detaching those a
 //! killed server left over a data directory deleted since.
 
+use crate::agent::mounts::unescape;
 use crate::error::{Error, Result};
 use nix::mount::{MntFlags, MsFlags, mount, umount2};
 use std::path::{Path, PathBuf};
@@ -14,23 +15,6 @@ pub(super) struct MountEntry {
     pub shared: bool,
     /// The mounted device (`/dev/loop3`) or other source.
     pub source: String,
-}
-
-/// `\040`-style escapes of mountinfo paths.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(|c| (b'0'..=b'7').contains(c)) {
-            out.push((b[i + 1] - b'0') * 64 + (b[i + 2] - b'0') * 8 + (b[i + 3] - b'0'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The mounts of this process's namespace.
