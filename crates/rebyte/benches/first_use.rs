@@ -11,40 +11,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::StreamExt;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, Step};
 
 mod common;
-
-fn p(samples: &mut [Duration], q: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * q).round() as usize]
-}
+use common::{percentile, turn};
 
 fn ms(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64() * 1000.0)
-}
-
-/// One turn on `sid`: from the POST of its input to `turn.completed` on `events`.
-async fn turn(
-    http: &reqwest::Client,
-    base: &str,
-    sid: &str,
-    events: &mut (impl futures::Stream<Item = (Instant, Value)> + Unpin),
-) -> Duration {
-    let body = json!({"events": [{"type": "agent.session.input.message",
-        "input": [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}]}]});
-    let began = Instant::now();
-    common::post(http, &format!("{base}/v1/agents/sessions/{sid}/events"), body).await;
-    while let Some((at, e)) = events.next().await {
-        if e["type"] == "agent.session.turn.completed" {
-            return at - began;
-        }
-        assert_ne!(e["type"], "agent.session.turn.failed", "{e}");
-    }
-    panic!("the event stream ended");
 }
 
 #[tokio::main]
@@ -84,10 +59,26 @@ async fn main() {
     println!("first use through the server: {runs} fresh environments, a `true` turn each, then a warm turn");
     println!("| what | p50 ms | p90 ms |");
     println!("| --- | --- | --- |");
-    println!("| cold turn (the sandbox starts) | {} | {} |", ms(p(&mut cold, 0.5)), ms(p(&mut cold, 0.9)));
-    println!("| warm turn (the sandbox runs) | {} | {} |", ms(p(&mut warm, 0.5)), ms(p(&mut warm, 0.9)));
-    println!("| first use = cold − warm, per run | {} | {} |", ms(p(&mut net, 0.5)), ms(p(&mut net, 0.9)));
-    println!("| raw `unshare -mpfnui --fork true` | {} | {} |", ms(p(&mut raw, 0.5)), ms(p(&mut raw, 0.9)));
-    let ratio = p(&mut net, 0.5).as_secs_f64() / p(&mut raw, 0.5).as_secs_f64();
+    println!(
+        "| cold turn (the sandbox starts) | {} | {} |",
+        ms(percentile(&mut cold, 0.5)),
+        ms(percentile(&mut cold, 0.9))
+    );
+    println!(
+        "| warm turn (the sandbox runs) | {} | {} |",
+        ms(percentile(&mut warm, 0.5)),
+        ms(percentile(&mut warm, 0.9))
+    );
+    println!(
+        "| first use = cold − warm, per run | {} | {} |",
+        ms(percentile(&mut net, 0.5)),
+        ms(percentile(&mut net, 0.9))
+    );
+    println!(
+        "| raw `unshare -mpfnui --fork true` | {} | {} |",
+        ms(percentile(&mut raw, 0.5)),
+        ms(percentile(&mut raw, 0.9))
+    );
+    let ratio = percentile(&mut net, 0.5).as_secs_f64() / percentile(&mut raw, 0.5).as_secs_f64();
     println!("first use p50 / raw unshare p50 = {ratio:.2}× (target ≤ 2× and ≤ 10 ms)");
 }

@@ -11,40 +11,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use futures::StreamExt;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, Step};
 
 mod common;
-
-fn p(samples: &mut [Duration], q: f64) -> Duration {
-    samples.sort();
-    samples[((samples.len() as f64 - 1.0) * q).round() as usize]
-}
+use common::{percentile, turn};
 
 fn ms(d: Duration) -> String {
     format!("{:.1}", d.as_secs_f64() * 1000.0)
-}
-
-/// One turn on `sid`: from the POST of its input to `turn.completed`.
-async fn turn(
-    http: &reqwest::Client,
-    base: &str,
-    sid: &str,
-    events: &mut (impl futures::Stream<Item = (Instant, Value)> + Unpin),
-) -> Duration {
-    let body = json!({"events": [{"type": "agent.session.input.message",
-        "input": [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}]}]});
-    let began = Instant::now();
-    common::post(http, &format!("{base}/v1/agents/sessions/{sid}/events"), body).await;
-    while let Some((at, e)) = events.next().await {
-        if e["type"] == "agent.session.turn.completed" {
-            return at - began;
-        }
-        assert_ne!(e["type"], "agent.session.turn.failed", "{e}");
-    }
-    panic!("the event stream ended");
 }
 
 /// A fresh environment of `config`: its first (cold) turn and a warm one.
@@ -104,7 +79,7 @@ async fn main() {
     println!("| --- | --- | --- |");
     let row = |name: &str, v: &mut Vec<Duration>| {
         let max = *v.iter().max().unwrap();
-        println!("| {name} | {} | {} |", ms(p(v, 0.5)), ms(max));
+        println!("| {name} | {} | {} |", ms(percentile(v, 0.5)), ms(max));
     };
     row("from the prepared template", &mut from_template);
     row("the same configuration, no template (setup runs)", &mut plain);

@@ -7,7 +7,7 @@
 use futures::StreamExt;
 use serde_json::Value;
 use std::process::{Child, ChildStderr, Command, Stdio};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use test_support::model_server::ModelServer;
 
 pub const KEY: &str = "rbk_benchbenchbenchbenchbenchbenchbench01";
@@ -92,4 +92,30 @@ pub async fn subscribe(http: &reqwest::Client, url: &str) -> impl futures::Strea
             futures::stream::iter(out)
         })
         .flatten()
+}
+
+/// The `q` quantile of `samples` (sorted in place), nearest rank.
+pub fn percentile(samples: &mut [Duration], q: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * q).round() as usize]
+}
+
+/// One turn on `sid`: from the POST of its input to `turn.completed` on `events`.
+pub async fn turn(
+    http: &reqwest::Client,
+    base: &str,
+    sid: &str,
+    events: &mut (impl futures::Stream<Item = (Instant, Value)> + Unpin),
+) -> Duration {
+    let body = serde_json::json!({"events": [{"type": "agent.session.input.message",
+        "input": [{"role": "user", "content": [{"type": "input_text", "text": "go"}]}]}]});
+    let began = Instant::now();
+    post(http, &format!("{base}/v1/agents/sessions/{sid}/events"), body).await;
+    while let Some((at, e)) = events.next().await {
+        if e["type"] == "agent.session.turn.completed" {
+            return at - began;
+        }
+        assert_ne!(e["type"], "agent.session.turn.failed", "{e}");
+    }
+    panic!("the event stream ended");
 }
