@@ -3,6 +3,7 @@
 //! the server and another environment go on writing. `container_size: small`
 //! halves the server's base (`--environment-disk-gib`, 1 GiB here).
 
+use super::template_snapshots::prepared;
 use crate::support::{TestServer, models_toml};
 use serde_json::json;
 use test_support::model_server::{ModelServer, Step};
@@ -62,23 +63,10 @@ async fn a_write_past_an_environments_disk_quota_fails_inside_it_and_nothing_els
 #[tokio::test]
 async fn a_templates_preparation_runs_under_its_disk_quota() {
     let s = TestServer::start_with(|c| c.environment_disk_gib = 1).await;
-    let prepared = |id: String| {
-        let s = &s;
-        async move {
-            for _ in 0..600 {
-                let (_, t) = s.get(&format!("/v1/agents/environments/templates/{id}")).await;
-                if t["status"] != "preparing" {
-                    return t;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            panic!("template {id} still preparing");
-        }
-    };
     let big = json!({"setup_commands": [{"command": "head -c 1100M /dev/zero > /workspace/big"}]});
     let (status, t) = s.post("/v1/agents/environments/templates", big).await;
     assert!(status.is_success(), "{t}");
-    let t = prepared(t["id"].as_str().unwrap().to_string()).await;
+    let t = prepared(&s, t["id"].as_str().unwrap()).await;
     assert_eq!(t["status"], "failed", "{t}");
     let output = t["preparation_error"]["output"].as_str().unwrap_or_default();
     assert!(output.contains("No space left on device"), "{t}");
@@ -86,7 +74,7 @@ async fn a_templates_preparation_runs_under_its_disk_quota() {
     let fits = json!({"setup_commands": [{"command": "head -c 1M /dev/zero > /workspace/f"}]});
     let (status, t) = s.post("/v1/agents/environments/templates", fits).await;
     assert!(status.is_success(), "{t}");
-    let t = prepared(t["id"].as_str().unwrap().to_string()).await;
+    let t = prepared(&s, t["id"].as_str().unwrap()).await;
     assert_eq!(t["status"], "ready", "{t}");
     let root = s.dir.path().join("environments");
     let scratch: Vec<_> = std::fs::read_dir(&root)

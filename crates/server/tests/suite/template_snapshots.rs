@@ -19,7 +19,7 @@ fn shell(cmd: &str) -> Step {
 }
 
 /// The template once its preparation ended.
-async fn prepared(s: &TestServer, id: &str) -> Value {
+pub(crate) async fn prepared(s: &TestServer, id: &str) -> Value {
     for _ in 0..600 {
         let (status, t) = s.get(&format!("{TEMPLATES}/{id}")).await;
         assert_eq!(status, StatusCode::OK, "{t}");
