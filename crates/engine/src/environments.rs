@@ -202,59 +202,7 @@ impl Environments {
         org_id: &str,
         env_id: &EnvironmentId,
     ) -> Result<Arc<dyn Sandbox>, EnvFailure> {
-        let init = {
-            let mut live = self.live();
-            let starting = live.get(env_id).and_then(|l| l.init.as_ref()).is_none();
-            if starting && let Some(limit) = self.config.live_per_org {
-                let alive = |l: &Live| l.init.as_ref().is_some_and(|i| !matches!(i.peek(), Some(Err(_))));
-                let others = live.iter().filter(|(id, l)| *id != env_id && l.org_id == org_id && alive(l)).count();
-                if others >= limit {
-                    return Err(EnvFailure::new(
-                        TOO_MANY_SANDBOXES,
-                        format!(
-                            "this organization has {others} sandboxes on this server, its limit; delete or restart \
-                             an environment, or wait for idle ones to be paused and retry"
-                        ),
-                    ));
-                }
-            }
-            let entry = live.entry(env_id.clone()).or_insert_with(|| Live {
-                org_id: org_id.to_string(),
-                init: None,
-                setup: None,
-                last_used: None,
-                paused: false,
-                transition: Arc::default(),
-            });
-            entry.last_used = Some(Instant::now());
-            match &entry.init {
-                Some(init) => init.clone(),
-                None => {
-                    let this = Arc::clone(self);
-                    let (org, env) = (org_id.to_string(), env_id.clone());
-                    // Made here, not in the task, so a turn watching right after this call finds it.
-                    let progress = Arc::new(SetupProgress::default());
-                    entry.setup = Some(Arc::clone(&progress));
-                    let task = tokio::spawn(async move {
-                        let out = this.initialize(&org, &env, &progress).await;
-                        if let Some(live) = this.live().get_mut(&env) {
-                            live.setup = None;
-                        }
-                        out
-                    });
-                    let init: Init = async move {
-                        task.await.unwrap_or_else(|e| {
-                            Err(EnvFailure::new("sandbox_error", format!("initialization panicked: {e}")))
-                        })
-                    }
-                    .boxed()
-                    .shared();
-                    entry.init = Some(init.clone());
-                    init
-                }
-            }
-        };
-        let sandbox = init.await?;
+        let sandbox = self.begin(org_id, env_id)?.await?;
         let paused = {
             let mut live = self.live();
             live.get_mut(env_id).and_then(|l| {
@@ -272,6 +220,62 @@ impl Environments {
             }
         }
         Ok(sandbox)
+    }
+
+    /// The environment's initialization, started unless one exists:
+    /// registered before this returns, so [`Self::watch_setup`] finds its
+    /// progress right after (a turn announcing that it waits sees the output).
+    fn begin(self: &Arc<Self>, org_id: &str, env_id: &EnvironmentId) -> Result<Init, EnvFailure> {
+        let mut live = self.live();
+        let starting = live.get(env_id).and_then(|l| l.init.as_ref()).is_none();
+        if starting && let Some(limit) = self.config.live_per_org {
+            let alive = |l: &Live| l.init.as_ref().is_some_and(|i| !matches!(i.peek(), Some(Err(_))));
+            let others = live.iter().filter(|(id, l)| *id != env_id && l.org_id == org_id && alive(l)).count();
+            if others >= limit {
+                return Err(EnvFailure::new(
+                    TOO_MANY_SANDBOXES,
+                    format!(
+                        "this organization has {others} sandboxes on this server, its limit; delete or restart \
+                         an environment, or wait for idle ones to be paused and retry"
+                    ),
+                ));
+            }
+        }
+        let entry = live.entry(env_id.clone()).or_insert_with(|| Live {
+            org_id: org_id.to_string(),
+            init: None,
+            setup: None,
+            last_used: None,
+            paused: false,
+            transition: Arc::default(),
+        });
+        entry.last_used = Some(Instant::now());
+        Ok(match &entry.init {
+            Some(init) => init.clone(),
+            None => {
+                let this = Arc::clone(self);
+                let (org, env) = (org_id.to_string(), env_id.clone());
+                // Made here, not in the task, so a turn watching right after this call finds it.
+                let progress = Arc::new(SetupProgress::default());
+                entry.setup = Some(Arc::clone(&progress));
+                let task = tokio::spawn(async move {
+                    let out = this.initialize(&org, &env, &progress).await;
+                    if let Some(live) = this.live().get_mut(&env) {
+                        live.setup = None;
+                    }
+                    out
+                });
+                let init: Init = async move {
+                    task.await.unwrap_or_else(|e| {
+                        Err(EnvFailure::new("sandbox_error", format!("initialization panicked: {e}")))
+                    })
+                }
+                .boxed()
+                .shared();
+                entry.init = Some(init.clone());
+                init
+            }
+        })
     }
 
     /// Thaws a paused sandbox (unless another use did meanwhile), stores its
@@ -300,6 +304,10 @@ impl Environments {
 
     /// Starts initialization without waiting for it.
     pub fn warm(self: &Arc<Self>, org_id: &str, env_id: &EnvironmentId) {
+        // Registered now, so a turn's tool asking right after watches this setup.
+        if self.begin(org_id, env_id).is_err() {
+            return;
+        }
         let this = Arc::clone(self);
         let (org, env) = (org_id.to_string(), env_id.clone());
         tokio::spawn(async move {
