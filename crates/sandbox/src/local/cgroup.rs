@@ -7,6 +7,7 @@
 
 use crate::api::Limits;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 const GROUP: &str = "rebyte-sandboxes";
@@ -230,13 +231,17 @@ pub struct Enforced {
 }
 
 impl SandboxCgroup {
-    /// Creates the directories and writes the limits.
+    /// Creates the directories and writes the limits. Each start of a sandbox
+    /// gets directories of its own (`<id>.<pid>.<n>`): a restarted server, or a
+    /// restarted sandbox, never meets the ones an old start is still removing.
     pub fn create(support: &CgroupSupport, id: &str, limits: &Limits) -> (Option<SandboxCgroup>, Enforced) {
+        static STARTS: AtomicU64 = AtomicU64::new(0);
+        let name = format!("{id}.{}.{}", std::process::id(), STARTS.fetch_add(1, Ordering::Relaxed));
         let mut cg = SandboxCgroup { dirs: Vec::new(), freezer: None, commands: None };
         let mut commands = None;
         let mut enforced = Enforced::default();
         let mut dir_for = |h: &Hierarchy| -> Option<PathBuf> {
-            let dir = h.parent.join(id);
+            let dir = h.parent.join(&name);
             if !cg.dirs.contains(&dir) {
                 std::fs::create_dir(&dir).or_else(|e| if dir.is_dir() { Ok(()) } else { Err(e) }).ok()?;
                 cg.dirs.push(dir.clone());
