@@ -97,12 +97,15 @@ impl TestServer {
         let state = server::start(&config).await.unwrap();
         let app = server::router(state, config.body_limit);
         let task = tokio::spawn(async move {
-            axum::serve(axum::serve::ListenerExt::tap_io(listener, |t| drop(t.set_nodelay(true))), app)
-                .with_graceful_shutdown(async {
-                    let _ = stopped.await;
-                })
-                .await
-                .unwrap();
+            axum::serve(
+                axum::serve::ListenerExt::tap_io(listener, |t| drop(t.set_nodelay(true))),
+                app.into_make_service(),
+            )
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await
+            .unwrap();
         });
         Self { addr, key, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
     }
