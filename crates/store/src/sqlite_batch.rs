@@ -10,6 +10,7 @@
 
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Result, Write};
+use protocol::ids::SessionId;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Arc;
@@ -45,13 +46,13 @@ impl SqliteWriter {
 }
 
 impl BatchWriter for SqliteWriter {
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()> {
+    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<Vec<SessionId>> {
         if wait != self.waits {
             self.conn.busy_timeout(if wait { BUSY_TIMEOUT } else { Duration::ZERO }).map_err(writer_error)?;
             self.waits = wait;
         }
         match writes {
-            [] => return Ok(()),
+            [] => return Ok(Vec::new()),
             [only] => apply(&self.conn, only)?,
             _ => {
                 let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(writer_error)?;
@@ -65,7 +66,8 @@ impl BatchWriter for SqliteWriter {
             Write::SessionState { org_id, session_id, state } => Some((org_id.as_str(), *session_id, state)),
             _ => None,
         }));
-        Ok(())
+        // One process: no other node can hold a lease.
+        Ok(Vec::new())
     }
 
     fn checkpoint(&mut self) -> Result<()> {
