@@ -79,9 +79,6 @@ struct Shared {
     committed: watch::Sender<u64>,
     /// Positions (first, last) of recent batches that failed, with the error.
     failures: Mutex<VecDeque<(u64, u64, String)>>,
-    /// Positions (first, last) of recent batches in which the store refused
-    /// some sessions' writes, with those sessions.
-    refusals: Mutex<VecDeque<(u64, u64, Vec<SessionId>)>>,
     /// Whether the last attempt found the database unreachable (batches wait).
     unavailable: watch::Sender<bool>,
     /// Whether a task to commit is scheduled and not yet started.
@@ -113,7 +110,6 @@ impl Journal {
             queued: AtomicU64::new(0),
             committed: watch::Sender::new(0),
             failures: Mutex::default(),
-            refusals: Mutex::default(),
             unavailable: watch::Sender::new(false),
             scheduled: AtomicBool::new(false),
             handoff: Mutex::new(false),
@@ -183,13 +179,6 @@ impl Journal {
                 self.shared.hand_off();
             }
         }
-    }
-
-    /// Whether the store refused writes of `session` queued after position
-    /// `since` (in a cluster: another node took the session over while this
-    /// node was cut off), among the recent batches it remembers.
-    pub fn refused(&self, session: SessionId, since: u64) -> bool {
-        lock(&self.shared.refusals).iter().any(|(_, last, sessions)| *last > since && sessions.contains(&session))
     }
 
     /// Waits until every write queued before this call is committed.
@@ -332,11 +321,6 @@ impl Shared {
         match outcome {
             Ok(refused) if !refused.is_empty() => {
                 kept = Some(batch.iter().filter(|w| !refused.contains(&w.session_id())).cloned().collect::<Vec<_>>());
-                let mut refusals = lock(&self.refusals);
-                if refusals.len() == FAILURES {
-                    refusals.pop_front();
-                }
-                refusals.push_back((first, last, refused));
             }
             Ok(_) => {}
             Err(e) => {

@@ -127,6 +127,7 @@ impl Fence {
             if let Some(held) = leases.get_mut(session)
                 && !std::mem::replace(&mut held.lost, true)
             {
+                eprintln!("FENCE LOST {session} {}", held.epoch);
                 tracing::warn!(%session, epoch = held.epoch, "another node holds this session's lease now: \
                      this node's writes to it are refused");
                 let _ = self.lost.send(*session);
