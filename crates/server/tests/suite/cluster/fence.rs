@@ -5,9 +5,9 @@
 //! written — its lease's epoch is gone, the store refuses its writes to that
 //! session, and it stops the turn instead.
 
-use super::{first_node, running_turn, settled_turn, spawn_node};
+use super::{first_node, spawn_node};
 use crate::support::{models_toml, types};
-use serde_json::json;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, Step};
 
@@ -37,14 +37,35 @@ async fn a_node_cut_off_past_its_lease_writes_nothing_more_to_the_session_taken_
     let (mut cut_off, url) = spawn_node(&a, "cut-off", &toml, dir.path());
     let http = reqwest::Client::new();
     assert_eq!(leases_lost(&http, &url).await, 0.0);
-    let (sid, turn_id) = running_turn(&a, &url, "hello").await;
+    let session: Value = http
+        .post(format!("{url}/v1/agents/sessions"))
+        .bearer_auth(&a.key)
+        .json(&json!({"agent": {"model": "m"}, "environment": {"type": "none"}, "input": "hello"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let sid = session["id"].as_str().expect("a session").to_string();
+    let (_, turns) = a.get(&format!("/v1/agents/sessions/{sid}/turns")).await;
+    let turn_id = turns["data"][0]["id"].as_str().unwrap().to_string();
+    a.wait_turn_status(&sid, &turn_id, &["in_progress"]).await;
     while model.request_count() == 0 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     signal(cut_off.id(), "STOP");
 
     // The lease expires; the other node fails the turn and takes new input.
-    let failed = settled_turn(&a, &sid, &turn_id, Duration::from_secs(20)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let failed = loop {
+        let (_, turn) = a.get(&format!("/v1/agents/sessions/{sid}/turns/{turn_id}")).await;
+        if turn["status"] != "in_progress" {
+            break turn;
+        }
+        assert!(Instant::now() < deadline, "the turn stayed in progress while its node was stopped");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(failed["status"], "failed", "{failed}");
     assert!(failed["error"]["message"].as_str().unwrap().contains("'cut-off'"), "{failed}");
     let next = a.send(&sid, "again").await;
