@@ -161,7 +161,6 @@ impl Engine {
         self.inner.bus.clock().join(cluster.slot(), cluster.clock_offset_micros());
         self.inner.bus.follow(Arc::clone(&self.inner.store), cluster.notices(), cluster.slot());
         let notices = cluster.notices();
-        let lost = cluster.lost_leases();
         let node = Node { cluster, replies: Mutex::default(), drains: tokio::sync::Mutex::new(()) };
         if self.inner.cluster.set(node).is_err() {
             return;
@@ -169,7 +168,6 @@ impl Engine {
         // Both end with the engine (they hold it weakly): its cluster membership ends with it.
         tokio::spawn(hear(Arc::downgrade(&self.inner), notices));
         tokio::spawn(watch(Arc::downgrade(&self.inner)));
-        tokio::spawn(stop_lost(Arc::downgrade(&self.inner), lost));
     }
 
     pub(crate) fn cluster(&self) -> Option<&store::Cluster> {
@@ -199,16 +197,12 @@ impl Engine {
         let Some(cluster) = self.cluster() else { return Ok(Held::Here) };
         {
             let mut slots = self.slots();
-            if let Some(slot) = slots.get_mut(&session) {
-                // What ran under a lost lease is still stopping: the operation waits in the
-                // inbox for the new holder (or for whoever takes the lease once it is free).
-                if slot.lost {
-                    return Ok(Held::There(None));
-                }
-                if slot.lease.is_some() && !slot.releasing {
-                    slot.holders += 1;
-                    return Ok(Held::Here);
-                }
+            if let Some(slot) = slots.get_mut(&session)
+                && slot.lease.is_some()
+                && !slot.releasing
+            {
+                slot.holders += 1;
+                return Ok(Held::Here);
             }
         }
         if let Some((environment, node)) = self.home(org_id, session).await?
@@ -265,7 +259,6 @@ impl Engine {
         let slot = slots.entry(session).or_default();
         slot.lease = Some(slot.lease.map_or(lease.epoch, |e| e.max(lease.epoch)));
         slot.releasing = false;
-        slot.lost = false;
         slot.holders += 1;
         if !org_id.is_empty() {
             slot.org_id = org_id.to_string();
@@ -564,26 +557,6 @@ async fn hear(engine: Weak<Inner>, mut notices: broadcast::Receiver<Heard>) {
             Err(broadcast::error::RecvError::Closed) => return,
         };
         engine.drain_held(sessions);
-    }
-}
-
-/// Stops what runs here of each session whose lease another node took over
-/// while this node was cut off (the store refuses its writes to it).
-async fn stop_lost(engine: Weak<Inner>, mut lost: broadcast::Receiver<SessionId>) {
-    loop {
-        let session = match lost.recv().await {
-            Ok(session) => session,
-            // A burst past the buffer: the missed sessions' writes stay refused
-            // all the same; what runs of them here runs on until it ends.
-            Err(broadcast::error::RecvError::Lagged(_)) => continue,
-            Err(broadcast::error::RecvError::Closed) => return,
-        };
-        let Some(inner) = engine.upgrade() else { return };
-        let engine = Engine { inner };
-        tracing::warn!(%session, "another node took this session over: what ran of it here is stopped");
-        if let Some(epoch) = engine.stop_lost(session) {
-            engine.release(session, epoch).await;
-        }
     }
 }
 

@@ -24,7 +24,6 @@
 //! turn is left unfinished; meanwhile flushes fail at once with
 //! [`FlushError::Unavailable`] instead of waiting.
 
-use protocol::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
@@ -271,7 +270,7 @@ impl Shared {
             // A locked database clears; a few retries, then the error is final.
             for attempt in 0..3 {
                 match &outcome {
-                    Ok(_) => break,
+                    Ok(()) => break,
                     Err(e) if e.is_unavailable() => break,
                     Err(_) => {}
                 }
@@ -312,28 +311,19 @@ impl Shared {
     /// Counts a batch as done and delivers it. A failed batch is delivered all
     /// the same: live subscribers keep seeing the session, and the failure is
     /// in the log and in its flushers' answers (the store cannot be written).
-    /// The writes of sessions the store refused (another node holds their
-    /// lease now) are not delivered: they were never committed.
-    fn finish(&self, batch: &[Write], outcome: Result<Vec<SessionId>, String>) {
+    fn finish(&self, batch: &[Write], outcome: Result<(), String>) {
         let first = *self.committed.borrow();
         let last = first + batch.len() as u64;
-        let mut kept = None;
-        match outcome {
-            Ok(refused) if !refused.is_empty() => {
-                kept = Some(batch.iter().filter(|w| !refused.contains(&w.session_id())).cloned().collect::<Vec<_>>());
+        if let Err(e) = outcome {
+            tracing::error!(error = %e, writes = batch.len(), "journal batch failed");
+            let mut failures = lock(&self.failures);
+            if failures.len() == FAILURES {
+                failures.pop_front();
             }
-            Ok(_) => {}
-            Err(e) => {
-                tracing::error!(error = %e, writes = batch.len(), "journal batch failed");
-                let mut failures = lock(&self.failures);
-                if failures.len() == FAILURES {
-                    failures.pop_front();
-                }
-                failures.push_back((first, last, e));
-            }
+            failures.push_back((first, last, e));
         }
         if let Some(deliver) = self.deliver.get() {
-            deliver(kept.as_deref().unwrap_or(batch));
+            deliver(batch);
         }
         self.committed.send_replace(last);
     }

@@ -71,10 +71,6 @@ pub(crate) struct Slot {
     pub(crate) lease: Option<i64>,
     /// The lease is being given up (a new operation takes it again).
     pub(crate) releasing: bool,
-    /// Another node took the lease over while this node still ran the
-    /// session: its writes are refused, and nothing new runs here until what
-    /// ran has stopped and the lease is given up.
-    pub(crate) lost: bool,
     /// Operations in progress that need the lease kept.
     pub(crate) holders: usize,
     /// The session's organization (as the operation that took the lease named it).
@@ -432,25 +428,6 @@ impl Engine {
     /// deleted from it); the next turn reads it from the store.
     pub fn forget_history(&self, session_id: SessionId) {
         self.inner.histories.invalidate(session_id);
-    }
-
-    /// Stops what runs and waits of a session whose lease another node took
-    /// over (its turns are that node's to settle); the history is read again
-    /// next time. The epoch to give up, when nothing of the session runs any
-    /// more and its lease is not being given up already.
-    pub(crate) fn stop_lost(&self, session_id: SessionId) -> Option<Option<i64>> {
-        self.inner.histories.invalidate(session_id);
-        self.inner.metrics.lease_lost();
-        let mut slots = self.slots();
-        let slot = slots.get_mut(&session_id)?;
-        slot.lost = true;
-        slot.queued.clear();
-        if let Some(a) = &slot.active {
-            a.cancel.cancel();
-        }
-        let release = slot.unused() && !slot.releasing;
-        slot.releasing |= release;
-        release.then_some(slot.lease)
     }
 
     /// Stops everything of a deleted session.

@@ -68,10 +68,8 @@ pub struct ApiKeyRecord {
 pub trait BatchWriter: Send {
     /// Applies writes in order, in one transaction, and returns once they are
     /// committed. Without `wait`, fails at once instead of waiting for a lock
-    /// another connection holds (the caller is an async task). Returns the
-    /// sessions whose writes were refused: in a cluster, those whose lease
-    /// this node took and another node holds now (their writes are dropped).
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<Vec<SessionId>>;
+    /// another connection holds (the caller is an async task).
+    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()>;
     /// Housekeeping between batches (SQLite: checkpoints the write-ahead log).
     fn checkpoint(&mut self) -> Result<()>;
     /// Whether a commit may run on the caller's thread (an async task's):
@@ -94,18 +92,6 @@ pub enum Write {
     SessionState { org_id: String, session_id: SessionId, state: SessionState },
     /// Appends events whose ids were already assigned (`evt_<sequence>`).
     Event { session_id: SessionId, event: std::sync::Arc<Event> },
-}
-
-impl Write {
-    /// The session the write belongs to.
-    pub fn session_id(&self) -> SessionId {
-        match self {
-            Write::Turn { turn, .. } => turn.session_id,
-            Write::Item { session_id, .. }
-            | Write::SessionState { session_id, .. }
-            | Write::Event { session_id, .. } => *session_id,
-        }
-    }
 }
 
 /// A file a session published from its output directory.

@@ -17,7 +17,6 @@
 //! statement also announces what it committed (each session's last event, the sessions whose state
 //! changed) with `pg_notify`, delivered to the other nodes at its commit.
 
-use crate::cluster::fence::Guards;
 use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
@@ -53,9 +52,8 @@ impl PgWriter {
         Ok(Self { runtime: Some(runtime), conn: None, options, sessions, sender })
     }
 
-    /// One attempt: connects if needed, then commits the batch; the sessions
-    /// whose writes the fence refused come back.
-    fn attempt(&mut self, writes: &[Write]) -> std::result::Result<Vec<SessionId>, sqlx::Error> {
+    /// One attempt: connects if needed, then commits the batch.
+    fn attempt(&mut self, writes: &[Write]) -> std::result::Result<(), sqlx::Error> {
         let Some(runtime) = &self.runtime else { return Err(sqlx::Error::PoolClosed) };
         let (conn, options, sender) = (&mut self.conn, &self.options, &self.sender);
         runtime.block_on(async {
@@ -79,18 +77,18 @@ impl Drop for PgWriter {
 }
 
 impl BatchWriter for PgWriter {
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<Vec<SessionId>> {
+    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()> {
         if writes.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         if !wait {
             return Err(Error::Writer("the PostgreSQL journal writer commits on the journal's thread only".into()));
         }
         let deadline = Instant::now() + OUTAGE;
         let mut pause = Duration::from_millis(50);
-        let fenced = loop {
+        loop {
             match self.attempt(writes) {
-                Ok(fenced) => break fenced,
+                Ok(()) => break,
                 Err(e) if unavailable(&e) && Instant::now() < deadline => {
                     tracing::warn!(error = %e, "journal: database unavailable, retrying the batch");
                     self.conn = None;
@@ -104,17 +102,12 @@ impl BatchWriter for PgWriter {
                     return Err(e.into());
                 }
             }
-        };
-        if !fenced.is_empty() {
-            self.sender.fence.lose(&fenced);
         }
         self.sessions.set_states(writes.iter().filter_map(|w| match w {
-            Write::SessionState { org_id, session_id, state } if !fenced.contains(session_id) => {
-                Some((org_id.as_str(), *session_id, state))
-            }
+            Write::SessionState { org_id, session_id, state } => Some((org_id.as_str(), *session_id, state)),
             _ => None,
         }));
-        Ok(fenced)
+        Ok(())
     }
 
     fn checkpoint(&mut self) -> Result<()> {
@@ -130,20 +123,14 @@ impl BatchWriter for PgWriter {
 /// arrays, each table's rows in one `INSERT … SELECT FROM UNNEST`): one round
 /// trip and one commit. A batch holding session states is a transaction of
 /// three: their rows read under lock, merged here, then the one statement
-/// that also writes them back. The statement leaves out the writes of
-/// sessions whose lease this node took and no longer holds, and returns them.
-async fn commit(
-    conn: &mut PgConnection,
-    writes: &[Write],
-    sender: &Sender,
-) -> std::result::Result<Vec<SessionId>, sqlx::Error> {
+/// that also writes them back.
+async fn commit(conn: &mut PgConnection, writes: &[Write], sender: &Sender) -> std::result::Result<(), sqlx::Error> {
     let mut rows = Rows::of(writes)?;
     if sender.announces_commits() {
         rows.notices = notices(writes, sender);
     }
-    rows.guards = sender.fence.guards(writes);
     if rows.states.is_empty() {
-        return rows.statement(Vec::new()).fetch_one(&mut *conn).await.map(fenced);
+        return rows.statement(Vec::new()).execute(&mut *conn).await.map(drop);
     }
     let mut tx = conn.begin().await?;
     let ids: Vec<String> = rows.states.iter().map(|(_, id, _)| id.to_string()).collect();
@@ -162,14 +149,8 @@ async fn commit(
             merged.push((id, doc));
         }
     }
-    let refused = rows.statement(merged).fetch_one(&mut *tx).await.map(fenced)?;
-    tx.commit().await?;
-    Ok(refused)
-}
-
-/// The sessions the statement left out (its second column).
-fn fenced((_, sessions): (i64, Vec<String>)) -> Vec<SessionId> {
-    sessions.iter().filter_map(|s| SessionId::parse(s)).collect()
+    rows.statement(merged).execute(&mut *tx).await?;
+    tx.commit().await
 }
 
 /// A batch's writes as columns. A row written twice in one batch (an item
@@ -184,7 +165,6 @@ struct Rows<'a> {
     event_docs: Vec<String>,
     states: Vec<(&'a str, SessionId, &'a SessionState)>,
     notices: Vec<String>,
-    guards: Guards,
 }
 
 /// What a batch announces: each session's last event, and each session whose state it wrote.
@@ -269,9 +249,9 @@ impl<'a> Rows<'a> {
     fn statement(
         self,
         sessions: Vec<(String, String)>,
-    ) -> sqlx::query::QueryAs<'static, sqlx::Postgres, (i64, Vec<String>), sqlx::postgres::PgArguments> {
+    ) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
         let (session_ids, session_docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
-        let mut query = sqlx::query_as(BATCH);
+        let mut query = sqlx::query(BATCH);
         for column in self.turns.columns.into_iter().chain(self.items.columns) {
             query = query.bind(column);
         }
@@ -283,43 +263,27 @@ impl<'a> Rows<'a> {
             .bind(session_docs)
             .bind(CHANNEL)
             .bind(self.notices)
-            .bind(self.guards.node)
-            .bind(self.guards.sessions)
-            .bind(self.guards.epochs)
     }
 }
 
-/// A batch as one statement (each part is empty when the batch has no such
-/// writes). `held` share-locks the lease rows of the guarded sessions ($19)
-/// that this node ($18) still holds, as the epoch it wrote under ($20) or
-/// one it took since (epochs only grow), so no lease changes hands before
-/// the commit; `fenced` is the guarded sessions without one, whose rows every
-/// part leaves out and the statement returns.
-const BATCH: &str = "WITH held AS (\
-    SELECT l.session_id FROM session_leases l \
-    JOIN UNNEST($19::text[], $20::bigint[]) AS g (session_id, epoch) \
-    ON l.session_id = g.session_id AND l.node_id = $18 AND l.epoch >= g.epoch FOR SHARE OF l), \
-fenced AS (SELECT g.s FROM UNNEST($19::text[]) AS g (s) WHERE g.s NOT IN (SELECT session_id FROM held)), \
-turn_rows AS (\
+/// A batch as one statement (each part is empty when the batch has no such writes).
+const BATCH: &str = "WITH turn_rows AS (\
     INSERT INTO turns (id, org_id, session_id, status, doc) \
     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
-    AS r (id, org_id, session_id, status, doc) WHERE r.session_id NOT IN (SELECT s FROM fenced) \
     ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc), \
 item_rows AS (\
     INSERT INTO items (id, org_id, session_id, turn_id, doc) \
     SELECT * FROM UNNEST($6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
-    AS r (id, org_id, session_id, turn_id, doc) WHERE r.session_id NOT IN (SELECT s FROM fenced) \
     ON CONFLICT (id) DO UPDATE SET doc = excluded.doc), \
 event_rows AS (\
     INSERT INTO events (seq, session_id, doc) \
     SELECT * FROM UNNEST($11::bigint[], $12::text[], $13::text[]) \
-    AS r (seq, session_id, doc) WHERE r.session_id NOT IN (SELECT s FROM fenced) \
     ON CONFLICT (seq) DO NOTHING), \
 session_rows AS (\
     UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
-    WHERE sessions.id = merged.id AND merged.id NOT IN (SELECT s FROM fenced)), \
+    WHERE sessions.id = merged.id), \
 notices AS (SELECT pg_notify($16, n) FROM UNNEST($17::text[]) AS n) \
-SELECT (SELECT count(*) FROM notices), ARRAY(SELECT s FROM fenced)";
+SELECT (SELECT count(*) FROM notices)";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'

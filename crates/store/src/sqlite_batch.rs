@@ -10,7 +10,6 @@
 
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Result, Write};
-use protocol::ids::SessionId;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Arc;
@@ -46,13 +45,13 @@ impl SqliteWriter {
 }
 
 impl BatchWriter for SqliteWriter {
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<Vec<SessionId>> {
+    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()> {
         if wait != self.waits {
             self.conn.busy_timeout(if wait { BUSY_TIMEOUT } else { Duration::ZERO }).map_err(writer_error)?;
             self.waits = wait;
         }
         match writes {
-            [] => return Ok(Vec::new()),
+            [] => return Ok(()),
             [only] => apply(&self.conn, only)?,
             _ => {
                 let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(writer_error)?;
@@ -66,8 +65,7 @@ impl BatchWriter for SqliteWriter {
             Write::SessionState { org_id, session_id, state } => Some((org_id.as_str(), *session_id, state)),
             _ => None,
         }));
-        // One process: no other node can hold a lease.
-        Ok(Vec::new())
+        Ok(())
     }
 
     fn checkpoint(&mut self) -> Result<()> {

@@ -108,7 +108,6 @@ pub struct Metrics {
     setup: Histogram,
     setup_failures: Counter,
     journal_commit: Histogram,
-    leases_lost: Counter,
     // Taken when a component starts and at each scrape only.
     readings: Mutex<Vec<Option<Reading>>>,
 }
@@ -124,7 +123,6 @@ impl Default for Metrics {
             setup: Histogram::new(SETUP_BOUNDS),
             setup_failures: Counter::default(),
             journal_commit: Histogram::new(JOURNAL_BOUNDS),
-            leases_lost: Counter::default(),
             readings: Mutex::new(Gauge::ALL.iter().map(|_| None).collect()),
         }
     }
@@ -185,12 +183,6 @@ impl Metrics {
     /// The journal committed a batch in `d`.
     pub fn journal_committed(&self, d: Duration) {
         self.journal_commit.observe(d);
-    }
-
-    /// Another node took over a session this node still ran (its writes to
-    /// it are refused from then on).
-    pub fn lease_lost(&self) {
-        self.leases_lost.inc();
     }
 
     /// Makes `reading` the source of `gauge` (replacing an earlier one).
@@ -274,12 +266,6 @@ impl Metrics {
                 Kind::Counter,
                 "Environments that failed to initialize (sandbox creation or setup).",
                 self.setup_failures.get(),
-            ),
-            (
-                "rebyte_session_leases_lost_total",
-                Kind::Counter,
-                "Sessions another node took over while this node still ran them (cut off from the database longer than a lease); their late writes were refused.",
-                self.leases_lost.get(),
             ),
             (
                 "rebyte_event_stream_subscribers",

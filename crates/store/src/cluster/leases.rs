@@ -58,9 +58,6 @@ impl Cluster {
         .bind(LEASE_TTL.as_secs_f64())
         .fetch_one(&self.pool)
         .await?;
-        if let Some(epoch) = row.0 {
-            self.sender.fence.took(session, epoch);
-        }
         Ok(row.0.map(|epoch| Lease { epoch, last_seq: row.1 }))
     }
 
@@ -77,7 +74,6 @@ impl Cluster {
         .bind(epoch)
         .fetch_one(&self.pool)
         .await?;
-        self.sender.fence.released(session, epoch);
         Ok(waiting)
     }
 
@@ -105,7 +101,6 @@ impl Cluster {
     /// previous process's (whose turns the caller has settled).
     pub async fn drop_own_leases(&self) -> Result<()> {
         sqlx::query("DELETE FROM session_leases WHERE node_id = $1").bind(&self.node.id).execute(&self.pool).await?;
-        self.sender.fence.clear();
         Ok(())
     }
 
@@ -136,23 +131,12 @@ impl Cluster {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        let taken: Vec<TakenOver> = rows
+        Ok(rows
             .into_iter()
             .filter_map(|(session, node, epoch, last_seq)| {
                 Some(TakenOver { session: SessionId::parse(&session)?, node, lease: Lease { epoch, last_seq } })
             })
-            .collect();
-        for t in &taken {
-            self.sender.fence.took(t.session, t.lease.epoch);
-        }
-        Ok(taken)
-    }
-
-    /// Sessions whose lease this node lost while it still wrote to them
-    /// (another node took it over): their writes from here are refused, and
-    /// what runs of them here should stop.
-    pub fn lost_leases(&self) -> tokio::sync::broadcast::Receiver<SessionId> {
-        self.sender.fence.subscribe()
+            .collect())
     }
 
     /// Sessions whose inbox has waited longer than `age` with no node

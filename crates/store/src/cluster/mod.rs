@@ -11,9 +11,7 @@
 //! - [`notices`]: what nodes tell each other (`LISTEN/NOTIFY`).
 //! - [`leases`]: which node runs a session's turns, and the inboxes through
 //!   which the others reach it.
-//! - `fence`: a node's late writes to a session it lost the lease of are refused.
 
-pub(crate) mod fence;
 pub mod leases;
 mod listen;
 pub mod notices;
@@ -128,7 +126,6 @@ impl Cluster {
         .await?;
         tx.commit().await?;
         sender.set_slot(slot);
-        sender.fence.joined(&node.id);
         let heard = broadcast::channel(NOTICE_BUFFER).0;
         let peers = AtomicUsize::new(0);
         let clock_offset = clock_offset(&pool).await?;

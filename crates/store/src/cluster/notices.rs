@@ -102,19 +102,17 @@ pub(crate) fn payload(slot: i32, notice: &Notice) -> String {
 }
 
 /// The slot this process's notices carry: set once it joins a cluster
-/// (shared by the pool's writes, the journal's writer and the cluster),
-/// with the leases it holds, which fence the journal's writes.
+/// (shared by the pool's writes, the journal's writer and the cluster).
 #[derive(Debug)]
 pub(crate) struct Sender {
     slot: AtomicI32,
     /// Whether other nodes run (someone hears what the journal commits).
     peers: AtomicBool,
-    pub(crate) fence: super::fence::Fence,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Self { slot: AtomicI32::new(-1), peers: AtomicBool::new(false), fence: Default::default() }
+        Self { slot: AtomicI32::new(-1), peers: AtomicBool::new(false) }
     }
 }
 

@@ -50,8 +50,6 @@ impl Backend {
     /// Commits one journal batch, waiting, on a plain thread.
     pub fn commit(&self, writes: Vec<Write>) -> store::Result<()> {
         let mut writer = self.store.batch_writer()?;
-        let refused = std::thread::spawn(move || writer.write_batch(&writes, true)).join().unwrap()?;
-        assert!(refused.is_empty(), "no lease taken, nothing refused: {refused:?}");
-        Ok(())
+        std::thread::spawn(move || writer.write_batch(&writes, true)).join().unwrap()
     }
 }

@@ -1,10 +1,7 @@
 //! Several nodes on one PostgreSQL database (skipped on SQLite, one
 //! process's file): any node answers, the node that holds a session's lease
 //! runs its turns, events fan out across nodes, a revoked key stops working
-//! everywhere, and a node killed mid-turn is survived (one cut off from the
-//! database past its lease has its late writes refused: [`fence`]).
-
-mod fence;
+//! everywhere, and a node killed mid-turn is survived.
 
 use crate::support::{TestServer, models_toml, open_stream, read_until, rebyte_bin, test_database, types};
 use reqwest::StatusCode;
