@@ -59,26 +59,13 @@ async fn main() {
     println!("first use through the server: {runs} fresh environments, a `true` turn each, then a warm turn");
     println!("| what | p50 ms | p90 ms |");
     println!("| --- | --- | --- |");
-    println!(
-        "| cold turn (the sandbox starts) | {} | {} |",
-        ms(percentile(&mut cold, 0.5)),
-        ms(percentile(&mut cold, 0.9))
-    );
-    println!(
-        "| warm turn (the sandbox runs) | {} | {} |",
-        ms(percentile(&mut warm, 0.5)),
-        ms(percentile(&mut warm, 0.9))
-    );
-    println!(
-        "| first use = cold − warm, per run | {} | {} |",
-        ms(percentile(&mut net, 0.5)),
-        ms(percentile(&mut net, 0.9))
-    );
-    println!(
-        "| raw `unshare -mpfnui --fork true` | {} | {} |",
-        ms(percentile(&mut raw, 0.5)),
-        ms(percentile(&mut raw, 0.9))
-    );
+    let row = |what: &str, samples: &mut [Duration]| {
+        println!("| {what} | {} | {} |", ms(percentile(samples, 0.5)), ms(percentile(samples, 0.9)));
+    };
+    row("cold turn (the sandbox starts)", &mut cold);
+    row("warm turn (the sandbox runs)", &mut warm);
+    row("first use = cold − warm, per run", &mut net);
+    row("raw `unshare -mpfnui --fork true`", &mut raw);
     let ratio = percentile(&mut net, 0.5).as_secs_f64() / percentile(&mut raw, 0.5).as_secs_f64();
     println!("first use p50 / raw unshare p50 = {ratio:.2}× (target ≤ 2× and ≤ 10 ms)");
 }
