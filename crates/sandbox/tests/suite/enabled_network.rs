@@ -222,7 +222,9 @@ fn rules_left_by_a_killed_server_are_removed() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert!(listed().contains(&format!("chain sb{n} {{")));
-    assert!(sandbox::local::remove_stale_rules() >= 1);
+    // Another test's backend start sweeps too and may remove the planted
+    // chain first: what matters is that it is gone after this sweep.
+    sandbox::local::remove_stale_rules();
     let after = listed();
     assert!(!after.contains(&format!("sb{n}")), "{after}");
 }
