@@ -31,6 +31,11 @@ use tokio::sync::{broadcast, oneshot};
 const ASK_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often lost nodes' leases and unanswered inboxes are looked for.
 const WATCH: Duration = store::cluster::HEARTBEAT;
+/// How long a node keeps a session's lease once nothing needs it: the next
+/// turn of a conversation, here or sent to another node (which asks this
+/// one), needs no new lease — taking one is a commit, and the history
+/// cached here stays good.
+const IDLE_LEASE: Duration = Duration::from_secs(5);
 /// An inbox older than this with no holder is answered by whoever sees it.
 const ORPHAN_AGE: Duration = Duration::from_secs(2);
 /// Answers kept for a request whose sender has not started waiting yet.
@@ -265,23 +270,49 @@ impl Engine {
         }
     }
 
-    /// Ends an operation that [`Engine::hold`] let run; the lease goes once
-    /// nothing else needs it.
+    /// Ends an operation that [`Engine::hold`] let run; the lease goes a
+    /// while after nothing else needs it.
     pub(crate) async fn let_go(&self, session: SessionId) {
         if self.cluster().is_none() {
             return;
         }
-        let epoch = {
+        {
             let mut slots = self.slots();
             let Some(slot) = slots.get_mut(&session) else { return };
             slot.holders = slot.holders.saturating_sub(1);
             if !slot.unused() || slot.releasing {
                 return;
             }
-            slot.releasing = true;
-            slot.lease
-        };
-        self.release(session, epoch).await;
+        }
+        self.release_when_idle(session);
+    }
+
+    /// Nothing needs the session's lease now: it is given up once nothing
+    /// has for [`IDLE_LEASE`] (a use meanwhile keeps it, and the next idle
+    /// moment starts the wait again).
+    pub(crate) fn release_when_idle(&self, session: SessionId) {
+        let since = std::time::Instant::now();
+        match self.slots().get_mut(&session) {
+            Some(slot) => slot.idle_since = Some(since),
+            None => return,
+        }
+        // Weak: a stopped engine leaves (and so gives up) its leases itself.
+        let engine = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            tokio::time::sleep(IDLE_LEASE).await;
+            let Some(inner) = engine.upgrade() else { return };
+            let this = Engine { inner };
+            let epoch = {
+                let mut slots = this.slots();
+                let Some(slot) = slots.get_mut(&session) else { return };
+                if !slot.unused() || slot.releasing || slot.idle_since != Some(since) {
+                    return;
+                }
+                slot.releasing = true;
+                slot.lease
+            };
+            this.release(session, epoch).await;
+        });
     }
 
     /// Gives up the lease once this node's writes to the session are

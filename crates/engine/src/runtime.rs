@@ -75,6 +75,9 @@ pub(crate) struct Slot {
     pub(crate) holders: usize,
     /// The session's organization (as the operation that took the lease named it).
     pub(crate) org_id: String,
+    /// Since when nothing has needed the lease (it is kept a while: the
+    /// next turn of a conversation finds it here).
+    pub(crate) idle_since: Option<std::time::Instant>,
 }
 
 impl Slot {
@@ -496,7 +499,7 @@ impl Engine {
         loop {
             // Taking the next turn and making it the active one happen under
             // one lock, so a cancel always finds the turn somewhere.
-            let mut return_lease = None;
+            let mut idle = false;
             let next = {
                 let mut slots = self.slots();
                 let Some(slot) = slots.get_mut(&session_id) else { return };
@@ -523,18 +526,16 @@ impl Engine {
                         None
                     }
                     None => {
-                        // In a cluster the lease goes once nothing needs it (here, or
-                        // when the operation that still holds it ends).
+                        // In a cluster the lease goes a while after nothing needs it
+                        // (here, or when the operation that still holds it ends).
                         slot.running = false;
-                        let release = slot.unused() && !slot.releasing;
-                        slot.releasing |= release;
-                        return_lease = release.then_some(slot.lease);
+                        idle = slot.unused() && !slot.releasing;
                         None
                     }
                 }
             };
-            if let Some(epoch) = return_lease {
-                self.release(session_id, epoch).await;
+            if idle {
+                self.release_when_idle(session_id);
             }
             let Some((mut queued, cancel, results)) = next else { return };
             let (org_id, turn_id) = (queued.org_id.clone(), queued.turn_id);
