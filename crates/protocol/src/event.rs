@@ -220,20 +220,6 @@ impl EventBody {
         }
     }
 
-    /// Whether this event only reports an item still being written (its
-    /// text or output growing): the item's `done` event settles it later.
-    pub fn in_flight(&self) -> bool {
-        matches!(
-            self,
-            EventBody::ItemAdded { .. }
-                | EventBody::OutputTextDelta { .. }
-                | EventBody::ContentPartAdded { .. }
-                | EventBody::ReasoningSummaryPartAdded { .. }
-                | EventBody::ReasoningSummaryTextDelta { .. }
-                | EventBody::CommandOutputDelta { .. }
-        )
-    }
-
     /// Whether this event ends a turn.
     pub fn ends_turn(&self) -> bool {
         matches!(self, EventBody::TurnCompleted { .. } | EventBody::TurnFailed { .. } | EventBody::TurnCancelled { .. })

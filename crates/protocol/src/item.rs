@@ -188,20 +188,6 @@ impl Item {
         }
     }
 
-    /// Whether the item is still being written (its status `in_progress`).
-    pub fn in_progress(&self) -> bool {
-        match self {
-            Item::Message { status, .. }
-            | Item::FunctionCall { status, .. }
-            | Item::FunctionCallOutput { status, .. }
-            | Item::McpCall { status, .. }
-            | Item::CommandExecution { status, .. }
-            | Item::Reasoning { status, .. }
-            | Item::ProgramOutput { status, .. } => *status == ItemStatus::InProgress,
-            Item::Program { .. } => false,
-        }
-    }
-
     /// The concatenated output text of an assistant message.
     pub fn output_text(&self) -> Option<String> {
         match self {

@@ -94,21 +94,6 @@ pub enum Write {
     Event { session_id: SessionId, event: std::sync::Arc<Event> },
 }
 
-impl Write {
-    /// Whether the write settles something (a turn, a session's state, an
-    /// item done, any event but an item's progress). A batch of only
-    /// unsettled writes — a streaming item and its deltas — may be committed
-    /// without waiting for the disk where a backend can: the next settling
-    /// commit makes it durable with itself.
-    pub fn settles(&self) -> bool {
-        match self {
-            Write::Turn { .. } | Write::SessionState { .. } => true,
-            Write::Item { item, .. } => !item.in_progress(),
-            Write::Event { event, .. } => !event.body.in_flight(),
-        }
-    }
-}
-
 /// A file a session published from its output directory.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Artifact {

@@ -16,15 +16,6 @@
 //! Once the process is a node of a cluster with other nodes running, the
 //! statement also announces what it committed (each session's last event, the sessions whose state
 //! changed) with `pg_notify`, delivered to the other nodes at its commit.
-//!
-//! A batch holding only a streaming item's progress (its row while
-//! `in_progress`, `item.added`, content part added, deltas) commits with
-//! `synchronous_commit` off: visible at once, on disk within PostgreSQL's
-//! WAL writer delay, and durable with the next commit that waits (WAL is
-//! written in order), which every settling write makes. A crash of the
-//! database itself (not a restart) can lose the deltas of the last fraction
-//! of a second, never a done item, a turn or a session's state — the
-//! trade SQLite's `synchronous = NORMAL` already makes for every commit.
 
 use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::error::unavailable;
@@ -174,9 +165,6 @@ struct Rows<'a> {
     event_docs: Vec<String>,
     states: Vec<(&'a str, SessionId, &'a SessionState)>,
     notices: Vec<String>,
-    /// Whether the commit waits for the disk: a batch of only a streaming
-    /// item's progress does not ([`Write::settles`]).
-    durable: bool,
 }
 
 /// What a batch announces: each session's last event, and each session whose state it wrote.
@@ -229,7 +217,7 @@ impl<const N: usize> Columns<N> {
 
 impl<'a> Rows<'a> {
     fn of(writes: &'a [Write]) -> std::result::Result<Self, sqlx::Error> {
-        let mut rows = Rows { durable: writes.iter().any(Write::settles), ..Rows::default() };
+        let mut rows = Rows::default();
         for write in writes {
             match write {
                 Write::Turn { org_id, turn } => rows.turns.put([
@@ -275,7 +263,6 @@ impl<'a> Rows<'a> {
             .bind(session_docs)
             .bind(CHANNEL)
             .bind(self.notices)
-            .bind(self.durable)
     }
 }
 
@@ -295,9 +282,8 @@ event_rows AS (\
 session_rows AS (\
     UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
     WHERE sessions.id = merged.id), \
-notices AS (SELECT pg_notify($16, n) FROM UNNEST($17::text[]) AS n), \
-lazy AS (SELECT set_config('synchronous_commit', 'off', true) WHERE NOT $18::bool) \
-SELECT (SELECT count(*) FROM notices), (SELECT count(*) FROM lazy)";
+notices AS (SELECT pg_notify($16, n) FROM UNNEST($17::text[]) AS n) \
+SELECT (SELECT count(*) FROM notices)";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'

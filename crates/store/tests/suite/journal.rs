@@ -7,7 +7,6 @@ use super::contract;
 use super::records::{event_write, item_write, message, org, stored_session, turn, turn_write};
 
 use protocol::ids::EventId;
-use protocol::item::{Item, ItemStatus};
 use protocol::session::SessionStatus;
 use protocol::turn::TurnStatus;
 use store::{SessionFilter, Write};
@@ -18,8 +17,7 @@ contract!(
     rows_written_twice_in_a_batch_keep_their_first_place_and_last_content,
     a_failing_batch_leaves_nothing,
     configuration_and_state_writes_keep_each_others_fields,
-    deleting_a_session_deletes_its_turns_items_and_events,
-    a_batch_of_only_a_streaming_items_progress_commits_like_any_other
+    deleting_a_session_deletes_its_turns_items_and_events
 );
 
 async fn a_batch_applies_its_writes_in_order(b: &Backend) {
@@ -202,35 +200,4 @@ async fn deleting_a_session_deletes_its_turns_items_and_events(b: &Backend) {
     assert!(b.store.turn_items(&org_id, session.id, t.id).await.unwrap().is_empty());
     assert!(b.store.events_after(session.id, 0, 10).await.unwrap().is_empty());
     assert!(b.store.claim_idempotency_key(&org_id, session.id, "k", 2).await.unwrap(), "its keys went too");
-}
-
-/// Such a batch may skip waiting for the disk (PostgreSQL): it is still
-/// committed and visible to every reader, and the settling batch after it
-/// replaces the item.
-async fn a_batch_of_only_a_streaming_items_progress_commits_like_any_other(b: &Backend) {
-    let org_id = org(b.store.as_ref(), "o").await;
-    let session = stored_session(b.store.as_ref(), &org_id).await;
-    let running = turn(session.id, TurnStatus::InProgress);
-    b.commit(vec![turn_write(&org_id, &running)]).unwrap();
-    let streaming = with_status(message(running.id, "hel"), ItemStatus::InProgress);
-    let progress = vec![item_write(&org_id, session.id, &streaming), event_write(1, session.id, "hel")];
-    assert!(progress.iter().all(|w| !w.settles()), "an in-progress item and a delta settle nothing");
-    assert!(turn_write(&org_id, &running).settles());
-    b.commit(progress).unwrap();
-    let fresh = store::open(&b.url).await.unwrap();
-    assert_eq!(fresh.turn_items(&org_id, session.id, running.id).await.unwrap(), vec![streaming.clone()]);
-    assert_eq!(fresh.events_after(session.id, 0, 10).await.unwrap().len(), 1);
-    let done = with_status(streaming, ItemStatus::Completed);
-    let settle = item_write(&org_id, session.id, &done);
-    assert!(settle.settles());
-    b.commit(vec![settle, event_write(2, session.id, "lo")]).unwrap();
-    assert_eq!(fresh.turn_items(&org_id, session.id, running.id).await.unwrap(), vec![done]);
-    assert_eq!(fresh.events_after(session.id, 0, 10).await.unwrap().len(), 2);
-}
-
-fn with_status(mut item: Item, to: ItemStatus) -> Item {
-    if let Item::Message { status, .. } = &mut item {
-        *status = to;
-    }
-    item
 }
