@@ -3,6 +3,7 @@ session, read a turn's status and text, read the error line."""
 
 from __future__ import annotations
 
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
@@ -17,8 +18,13 @@ def sign_in(browser, url: str, key: str) -> None:
     wait(browser, lambda b: b.find_element(By.ID, "console").is_displayed())
 
 
+# A view that refreshes replaces its elements: one found just before a
+# refresh is stale when read, and the condition is simply tried again.
+RETRY_ON = (NoSuchElementException, StaleElementReferenceException)
+
+
 def wait(browser, condition, timeout: float = WAIT):
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(condition)
+    return WebDriverWait(browser, timeout, poll_frequency=0.1, ignored_exceptions=RETRY_ON).until(condition)
 
 
 def open_session(browser, session_id: str) -> None:
