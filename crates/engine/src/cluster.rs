@@ -272,29 +272,28 @@ impl Engine {
 
     /// Ends an operation that [`Engine::hold`] let run; the lease goes a
     /// while after nothing else needs it.
-    pub(crate) async fn let_go(&self, session: SessionId) {
+    pub(crate) fn let_go(&self, session: SessionId) {
         if self.cluster().is_none() {
             return;
         }
-        {
-            let mut slots = self.slots();
-            let Some(slot) = slots.get_mut(&session) else { return };
+        if let Some(slot) = self.slots().get_mut(&session) {
             slot.holders = slot.holders.saturating_sub(1);
-            if !slot.unused() || slot.releasing {
-                return;
-            }
         }
         self.release_when_idle(session);
     }
 
-    /// Nothing needs the session's lease now: it is given up once nothing
+    /// Once nothing needs the session's lease, it is given up when nothing
     /// has for [`IDLE_LEASE`] (a use meanwhile keeps it, and the next idle
     /// moment starts the wait again).
     pub(crate) fn release_when_idle(&self, session: SessionId) {
         let since = std::time::Instant::now();
-        match self.slots().get_mut(&session) {
-            Some(slot) => slot.idle_since = Some(since),
-            None => return,
+        {
+            let mut slots = self.slots();
+            let Some(slot) = slots.get_mut(&session) else { return };
+            if !slot.unused() || slot.releasing {
+                return;
+            }
+            slot.idle_since = Some(since);
         }
         // Weak: a stopped engine leaves (and so gives up) its leases itself.
         let engine = Arc::downgrade(&self.inner);
@@ -451,7 +450,7 @@ impl Engine {
             }
         }
         self.answer_inbox(node, session).await;
-        self.let_go(session).await;
+        self.let_go(session);
     }
 
     /// Performs and answers every request waiting for a session this node holds.
@@ -558,7 +557,7 @@ impl Engine {
             let _one = node.drains.lock().await;
             self.answer_inbox(node, session).await;
         }
-        self.let_go(session).await;
+        self.let_go(session);
     }
 }
 

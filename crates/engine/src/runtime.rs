@@ -169,7 +169,7 @@ impl Engine {
             return self.stored_turn(org_id, turn_id).await;
         }
         let done = self.submit_here(org_id, session, turn_id, messages, new).await;
-        self.let_go(session.id).await;
+        self.let_go(session.id);
         done
     }
 
@@ -250,7 +250,7 @@ impl Engine {
             return self.stored_turn(org_id, turn_id).await;
         }
         let done = self.append_here(org_id, session, turn_id, messages).await;
-        self.let_go(session.id).await;
+        self.let_go(session.id);
         done
     }
 
@@ -307,7 +307,7 @@ impl Engine {
             return Ok(());
         }
         let done = self.answer_here(session_id, turn_id, answer);
-        self.let_go(session_id).await;
+        self.let_go(session_id);
         done
     }
 
@@ -344,7 +344,7 @@ impl Engine {
         }
         let session = self.inner.store.get_session(org_id, session_id).await;
         let Ok(Some(session)) = session else {
-            self.let_go(session_id).await;
+            self.let_go(session_id);
             return session.map(|_| false).map_err(Error::from);
         };
         let cancel = CancellationToken::new();
@@ -371,7 +371,7 @@ impl Engine {
             let engine = self.clone();
             tokio::spawn(async move { engine.work(session_id).await });
         }
-        self.let_go(session_id).await;
+        self.let_go(session_id);
         Ok(true)
     }
 
@@ -394,7 +394,7 @@ impl Engine {
             return cancelled.ok_or(Error::NoActiveTurn);
         }
         let done = self.cancel_here(org_id, session_id, only).await;
-        self.let_go(session_id).await;
+        self.let_go(session_id);
         done
     }
 
@@ -529,7 +529,7 @@ impl Engine {
                         // In a cluster the lease goes a while after nothing needs it
                         // (here, or when the operation that still holds it ends).
                         slot.running = false;
-                        idle = slot.unused() && !slot.releasing;
+                        idle = true;
                         None
                     }
                 }
