@@ -166,6 +166,7 @@ impl Engine {
         self.inner.bus.clock().join(cluster.slot(), cluster.clock_offset_micros());
         self.inner.bus.follow(Arc::clone(&self.inner.store), cluster.notices(), cluster.slot());
         let notices = cluster.notices();
+        let lost = self.inner.journal.leases().subscribe();
         let node = Node { cluster, replies: Mutex::default(), drains: tokio::sync::Mutex::new(()) };
         if self.inner.cluster.set(node).is_err() {
             return;
@@ -173,6 +174,7 @@ impl Engine {
         // Both end with the engine (they hold it weakly): its cluster membership ends with it.
         tokio::spawn(hear(Arc::downgrade(&self.inner), notices));
         tokio::spawn(watch(Arc::downgrade(&self.inner)));
+        tokio::spawn(crate::fence::stop_lost(Arc::downgrade(&self.inner), lost));
     }
 
     pub(crate) fn cluster(&self) -> Option<&store::Cluster> {
@@ -202,12 +204,16 @@ impl Engine {
         let Some(cluster) = self.cluster() else { return Ok(Held::Here) };
         {
             let mut slots = self.slots();
-            if let Some(slot) = slots.get_mut(&session)
-                && slot.lease.is_some()
-                && !slot.releasing
-            {
-                slot.holders += 1;
-                return Ok(Held::Here);
+            if let Some(slot) = slots.get_mut(&session) {
+                // What ran under a lost lease is still stopping: the operation waits in the
+                // inbox for the new holder (or for whoever takes the lease once it is free).
+                if slot.lost {
+                    return Ok(Held::There(None));
+                }
+                if slot.lease.is_some() && !slot.releasing {
+                    slot.holders += 1;
+                    return Ok(Held::Here);
+                }
             }
         }
         if let Some((environment, node)) = self.home(org_id, session).await?
@@ -263,6 +269,7 @@ impl Engine {
         let mut slots = self.slots();
         let slot = slots.entry(session).or_default();
         slot.lease = Some(slot.lease.map_or(lease.epoch, |e| e.max(lease.epoch)));
+        self.inner.journal.leases().hold(session, lease.epoch);
         slot.releasing = false;
         slot.holders += 1;
         if !org_id.is_empty() {
@@ -308,6 +315,8 @@ impl Engine {
                     return;
                 }
                 slot.releasing = true;
+                // Writes from here on are not made under it (those before are flushed first).
+                this.inner.journal.leases().unhold(session);
                 slot.lease
             };
             this.release(session, epoch).await;
@@ -332,6 +341,9 @@ impl Engine {
                 Err(_) => {
                     if let Some(slot) = slots.get_mut(&session) {
                         slot.releasing = false;
+                        if let Some(epoch) = slot.lease {
+                            self.inner.journal.leases().hold(session, epoch);
+                        }
                     }
                     false
                 }
@@ -339,6 +351,7 @@ impl Engine {
                 Ok(waiting) => {
                     if slots.get(&session).is_some_and(|s| s.releasing) {
                         slots.remove(&session);
+                        self.inner.journal.leases().forget(session);
                     }
                     *waiting
                 }

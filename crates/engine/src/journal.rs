@@ -18,17 +18,24 @@
 //!   when the writer does not commit inline (PostgreSQL's). The thread also commits
 //!   whatever was left queued and checkpoints the write-ahead log.
 //!
+//! In a cluster each write carries the epoch of its session's lease when it
+//! was queued, and the store refuses a session's writes once another node
+//! took its lease over ([`crate::fence`]): they are not delivered, and a
+//! flush of them says so ([`Journal::refused`]).
+//!
 //! While the database cannot be reached (a PostgreSQL restart), a batch is
 //! neither dropped nor delivered: it stays first in the queue and the journal
 //! thread retries it until the database is back, so no write is lost and no
 //! turn is left unfinished; meanwhile flushes fail at once with
 //! [`FlushError::Unavailable`] instead of waiting.
 
+use crate::fence::Leases;
+use protocol::ids::SessionId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
-use store::{BatchWriter, Write};
+use store::{BatchWriter, Fence, Write};
 use telemetry::{Gauge, Metrics};
 use tokio::sync::watch;
 
@@ -67,8 +74,11 @@ pub struct Journal {
 }
 
 struct Shared {
-    /// Writes queued and not yet taken by a committer, oldest first.
-    pending: Mutex<VecDeque<Write>>,
+    /// Writes queued and not yet taken by a committer, oldest first, each
+    /// with the epoch of the lease it was made under.
+    pending: Mutex<VecDeque<(Write, Option<i64>)>>,
+    /// The leases this node holds (writes are tagged with them).
+    leases: Leases,
     /// The store connection; whoever holds it commits.
     writer: Mutex<Box<dyn BatchWriter>>,
     deliver: OnceLock<Deliver>,
@@ -78,6 +88,9 @@ struct Shared {
     committed: watch::Sender<u64>,
     /// Positions (first, last) of recent batches that failed, with the error.
     failures: Mutex<VecDeque<(u64, u64, String)>>,
+    /// Positions (first, last) of recent batches in which the store refused
+    /// some sessions' writes, with those sessions.
+    refusals: Mutex<VecDeque<(u64, u64, Vec<SessionId>)>>,
     /// Whether the last attempt found the database unreachable (batches wait).
     unavailable: watch::Sender<bool>,
     /// Whether a task to commit is scheduled and not yet started.
@@ -104,11 +117,13 @@ impl Journal {
         let shared = Arc::new(Shared {
             inline,
             pending: Mutex::default(),
+            leases: Leases::default(),
             writer: Mutex::new(batches),
             deliver: OnceLock::new(),
             queued: AtomicU64::new(0),
             committed: watch::Sender::new(0),
             failures: Mutex::default(),
+            refusals: Mutex::default(),
             unavailable: watch::Sender::new(false),
             scheduled: AtomicBool::new(false),
             handoff: Mutex::new(false),
@@ -137,10 +152,23 @@ impl Journal {
     /// Queues a write; the next [`Self::commit`] or [`Self::flush`] commits it
     /// (the journal thread does, at the latest, within a tick).
     pub fn write(&self, write: Write) {
+        let epoch = self.shared.leases.epoch(write.session_id());
         // Counted under the queue's lock: positions follow the queue's order.
         let mut pending = lock(&self.shared.pending);
-        pending.push_back(write);
+        pending.push_back((write, epoch));
         self.shared.queued.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// The leases this node holds, which tag the writes queued.
+    pub fn leases(&self) -> &Leases {
+        &self.shared.leases
+    }
+
+    /// Whether the store refused writes of `session` queued after position
+    /// `since` (another node took the session over while this one was cut
+    /// off), among the recent batches remembered.
+    pub fn refused(&self, session: SessionId, since: u64) -> bool {
+        lock(&self.shared.refusals).iter().any(|(_, last, sessions)| *last > since && sessions.contains(&session))
     }
 
     /// How many writes were queued so far: a position to [`Self::flush_to`].
@@ -253,29 +281,30 @@ impl Shared {
     /// before giving the batch up (reported to its flushers and logged).
     fn drain(&self, writer: &mut dyn BatchWriter, patient: bool, rounds: usize) -> bool {
         for _ in 0..rounds {
-            let batch: Vec<Write> = {
+            let (batch, epochs): (Vec<Write>, Vec<Option<i64>>) = {
                 let mut pending = lock(&self.pending);
                 let n = pending.len().min(BATCH);
-                pending.drain(..n).collect()
+                pending.drain(..n).unzip()
             };
             if batch.is_empty() {
                 return true;
             }
+            let fences = fences(&batch, &epochs);
             let began = Instant::now();
-            let mut outcome = writer.write_batch(&batch, patient);
+            let mut outcome = writer.write_batch(&batch, &fences, patient);
             if outcome.is_err() && !patient {
-                self.requeue(batch);
+                self.requeue(batch, epochs);
                 return false;
             }
             // A locked database clears; a few retries, then the error is final.
             for attempt in 0..3 {
                 match &outcome {
-                    Ok(()) => break,
+                    Ok(_) => break,
                     Err(e) if e.is_unavailable() => break,
                     Err(_) => {}
                 }
                 std::thread::sleep(Duration::from_millis(20 << attempt));
-                outcome = writer.write_batch(&batch, true);
+                outcome = writer.write_batch(&batch, &fences, true);
             }
             match outcome {
                 // Kept for the journal thread to retry until the database is back.
@@ -283,7 +312,7 @@ impl Shared {
                     if !self.unavailable.send_replace(true) {
                         tracing::error!(error = %e, "journal: the database is unavailable; writes wait for it");
                     }
-                    self.requeue(batch);
+                    self.requeue(batch, epochs);
                     // The writer waited a while already; a pause before the next round.
                     std::thread::sleep(Duration::from_millis(100));
                     return false;
@@ -301,32 +330,64 @@ impl Shared {
     }
 
     /// Puts a batch back at the queue's front, in order.
-    fn requeue(&self, batch: Vec<Write>) {
+    fn requeue(&self, batch: Vec<Write>, epochs: Vec<Option<i64>>) {
         let mut pending = lock(&self.pending);
-        for write in batch.into_iter().rev() {
-            pending.push_front(write);
+        for queued in batch.into_iter().zip(epochs).rev() {
+            pending.push_front(queued);
         }
     }
 
     /// Counts a batch as done and delivers it. A failed batch is delivered all
     /// the same: live subscribers keep seeing the session, and the failure is
     /// in the log and in its flushers' answers (the store cannot be written).
-    fn finish(&self, batch: &[Write], outcome: Result<(), String>) {
+    /// The writes of sessions the store refused (another node holds their
+    /// leases now) are not delivered: they were never committed.
+    fn finish(&self, batch: &[Write], outcome: Result<Vec<SessionId>, String>) {
         let first = *self.committed.borrow();
         let last = first + batch.len() as u64;
-        if let Err(e) = outcome {
-            tracing::error!(error = %e, writes = batch.len(), "journal batch failed");
-            let mut failures = lock(&self.failures);
-            if failures.len() == FAILURES {
-                failures.pop_front();
+        let mut kept = None;
+        match outcome {
+            Ok(refused) if refused.is_empty() => {}
+            Ok(refused) => {
+                self.leases.lose(&refused);
+                kept = Some(batch.iter().filter(|w| !refused.contains(&w.session_id())).cloned().collect::<Vec<_>>());
+                remember(&self.refusals, (first, last, refused));
             }
-            failures.push_back((first, last, e));
+            Err(e) => {
+                tracing::error!(error = %e, writes = batch.len(), "journal batch failed");
+                remember(&self.failures, (first, last, e));
+            }
         }
         if let Some(deliver) = self.deliver.get() {
-            deliver(batch);
+            deliver(kept.as_deref().unwrap_or(batch));
         }
         self.committed.send_replace(last);
     }
+}
+
+/// Adds a recent batch's outcome, forgetting the oldest past [`FAILURES`].
+fn remember<T>(recent: &Mutex<VecDeque<T>>, outcome: T) {
+    let mut recent = lock(recent);
+    if recent.len() == FAILURES {
+        recent.pop_front();
+    }
+    recent.push_back(outcome);
+}
+
+/// A batch's fenced sessions: each one whose writes were made under a lease,
+/// with the earliest epoch among them (a later one of this node's keeps
+/// earlier epochs' writes; a lost lease's epoch keeps none).
+fn fences(batch: &[Write], epochs: &[Option<i64>]) -> Vec<Fence> {
+    let mut fences: Vec<Fence> = Vec::new();
+    for (write, epoch) in batch.iter().zip(epochs) {
+        let Some(epoch) = *epoch else { continue };
+        let session_id = write.session_id();
+        match fences.iter_mut().find(|f| f.session_id == session_id) {
+            Some(fence) => fence.epoch = fence.epoch.min(epoch),
+            None => fences.push(Fence { session_id, epoch }),
+        }
+    }
+    fences
 }
 
 /// The journal thread: takes over commits that would wait for a lock, commits

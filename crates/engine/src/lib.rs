@@ -32,6 +32,7 @@ pub mod environment_contents;
 pub mod environment_events;
 pub mod environments;
 pub mod error;
+pub mod fence;
 mod histories;
 pub mod history;
 pub mod hosted;

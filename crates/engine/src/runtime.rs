@@ -71,6 +71,10 @@ pub(crate) struct Slot {
     pub(crate) lease: Option<i64>,
     /// The lease is being given up (a new operation takes it again).
     pub(crate) releasing: bool,
+    /// Another node took the lease over while this node still ran the
+    /// session: its writes are refused, and nothing new runs here until what
+    /// ran has stopped and the lease is given up ([`crate::fence`]).
+    pub(crate) lost: bool,
     /// Operations in progress that need the lease kept.
     pub(crate) holders: usize,
     /// The session's organization (as the operation that took the lease named it).
@@ -85,6 +89,14 @@ impl Slot {
     pub(crate) fn unused(&self) -> bool {
         self.holders == 0 && !self.running && self.queued.is_empty()
     }
+
+    /// Drops the queued turns and cancels the running one.
+    pub(crate) fn stop(&mut self) {
+        self.queued.clear();
+        if let Some(a) = &self.active {
+            a.cancel.cancel();
+        }
+    }
 }
 
 pub(crate) struct Inner {
@@ -93,7 +105,7 @@ pub(crate) struct Inner {
     pub(crate) journal: Arc<Journal>,
     pub(crate) bus: Arc<Bus>,
     pub(crate) hosted: Option<Arc<dyn HostedToolsFactory>>,
-    metrics: Arc<telemetry::Metrics>,
+    pub(crate) metrics: Arc<telemetry::Metrics>,
     // Held only for short, non-async critical sections.
     slots: Mutex<HashMap<SessionId, Slot>>,
     pub(crate) histories: Histories,
@@ -233,7 +245,19 @@ impl Engine {
             tokio::spawn(async move { engine.work(session_id).await });
         }
         self.flush().await?;
+        self.written(session.id, before)?;
         Ok(turn)
+    }
+
+    /// An error when the store refused the session's writes queued after
+    /// `before` (another node took the session over while this one was cut
+    /// off): the caller must not hear of a turn that was never written, and
+    /// may send the request again (the node holding the session takes it).
+    fn written(&self, session_id: SessionId, before: u64) -> Result<()> {
+        if self.inner.journal.refused(session_id, before) {
+            return Err(Error::Unavailable);
+        }
+        Ok(())
     }
 
     /// Adds messages to a session's history without running the model: they
@@ -263,6 +287,7 @@ impl Engine {
         messages: Vec<(Role, Vec<Content>)>,
     ) -> Result<Turn> {
         self.inner.histories.invalidate(session.id);
+        let before = self.inner.journal.position();
         let at = now();
         let mut turn = Turn::queued(turn_id, session.id, &session.agent.id, at);
         turn.status = TurnStatus::Completed;
@@ -287,6 +312,7 @@ impl Engine {
         self.inner.bus.publish(session.id, events);
         // Durable before anything runs and before the caller hears of it.
         self.flush().await?;
+        self.written(session.id, before)?;
         Ok(turn)
     }
 
@@ -437,10 +463,7 @@ impl Engine {
     pub fn forget(&self, session_id: SessionId) {
         self.inner.histories.invalidate(session_id);
         if let Some(slot) = self.slots().get_mut(&session_id) {
-            slot.queued.clear();
-            if let Some(a) = &slot.active {
-                a.cancel.cancel();
-            }
+            slot.stop();
         }
         self.inner.bus.close(session_id);
     }

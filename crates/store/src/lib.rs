@@ -68,8 +68,11 @@ pub struct ApiKeyRecord {
 pub trait BatchWriter: Send {
     /// Applies writes in order, in one transaction, and returns once they are
     /// committed. Without `wait`, fails at once instead of waiting for a lock
-    /// another connection holds (the caller is an async task).
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()>;
+    /// another connection holds (the caller is an async task). The writes of
+    /// each session in `fences` commit only while this node still holds the
+    /// session's lease; the sessions whose writes were left out come back
+    /// (another node took them over).
+    fn write_batch(&mut self, writes: &[Write], fences: &[Fence], wait: bool) -> Result<Vec<SessionId>>;
     /// Housekeeping between batches (SQLite: checkpoints the write-ahead log).
     fn checkpoint(&mut self) -> Result<()>;
     /// Whether a commit may run on the caller's thread (an async task's):
@@ -78,6 +81,16 @@ pub trait BatchWriter: Send {
     fn commits_inline(&self) -> bool {
         true
     }
+}
+
+/// A session whose writes in a batch were made under this node's lease of
+/// it, taken as `epoch`: in a cluster they commit only while the lease row
+/// still names this node with that epoch or a later one (epochs only grow;
+/// one process alone has no other node to fence out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fence {
+    pub session_id: SessionId,
+    pub epoch: i64,
 }
 
 /// One write of the engine's journal; a batch of them commits in one
@@ -92,6 +105,18 @@ pub enum Write {
     SessionState { org_id: String, session_id: SessionId, state: SessionState },
     /// Appends events whose ids were already assigned (`evt_<sequence>`).
     Event { session_id: SessionId, event: std::sync::Arc<Event> },
+}
+
+impl Write {
+    /// The session the write belongs to.
+    pub fn session_id(&self) -> SessionId {
+        match self {
+            Write::Turn { turn, .. } => turn.session_id,
+            Write::Item { session_id, .. }
+            | Write::SessionState { session_id, .. }
+            | Write::Event { session_id, .. } => *session_id,
+        }
+    }
 }
 
 /// A file a session published from its output directory.

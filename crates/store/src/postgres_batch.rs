@@ -20,7 +20,7 @@
 use crate::cluster::notices::{CHANNEL, Notice, Sender};
 use crate::error::unavailable;
 use crate::session_cache::SessionCache;
-use crate::{BatchWriter, Error, Result, Write};
+use crate::{BatchWriter, Error, Fence, Result, Write};
 use protocol::ids::SessionId;
 use protocol::session::SessionState;
 use sqlx::postgres::PgConnectOptions;
@@ -52,8 +52,9 @@ impl PgWriter {
         Ok(Self { runtime: Some(runtime), conn: None, options, sessions, sender })
     }
 
-    /// One attempt: connects if needed, then commits the batch.
-    fn attempt(&mut self, writes: &[Write]) -> std::result::Result<(), sqlx::Error> {
+    /// One attempt: connects if needed, then commits the batch; the sessions
+    /// whose writes were left out come back.
+    fn attempt(&mut self, writes: &[Write], fences: &[Fence]) -> std::result::Result<Vec<SessionId>, sqlx::Error> {
         let Some(runtime) = &self.runtime else { return Err(sqlx::Error::PoolClosed) };
         let (conn, options, sender) = (&mut self.conn, &self.options, &self.sender);
         runtime.block_on(async {
@@ -61,7 +62,7 @@ impl PgWriter {
                 *conn = Some(PgConnection::connect_with(options).await?);
             }
             let Some(conn) = conn.as_mut() else { return Err(sqlx::Error::PoolClosed) };
-            commit(conn, writes, sender).await
+            commit(conn, writes, fences, sender).await
         })
     }
 }
@@ -77,18 +78,18 @@ impl Drop for PgWriter {
 }
 
 impl BatchWriter for PgWriter {
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()> {
+    fn write_batch(&mut self, writes: &[Write], fences: &[Fence], wait: bool) -> Result<Vec<SessionId>> {
         if writes.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
         if !wait {
             return Err(Error::Writer("the PostgreSQL journal writer commits on the journal's thread only".into()));
         }
         let deadline = Instant::now() + OUTAGE;
         let mut pause = Duration::from_millis(50);
-        loop {
-            match self.attempt(writes) {
-                Ok(()) => break,
+        let refused = loop {
+            match self.attempt(writes, fences) {
+                Ok(refused) => break refused,
                 Err(e) if unavailable(&e) && Instant::now() < deadline => {
                     tracing::warn!(error = %e, "journal: database unavailable, retrying the batch");
                     self.conn = None;
@@ -102,12 +103,14 @@ impl BatchWriter for PgWriter {
                     return Err(e.into());
                 }
             }
-        }
+        };
         self.sessions.set_states(writes.iter().filter_map(|w| match w {
-            Write::SessionState { org_id, session_id, state } => Some((org_id.as_str(), *session_id, state)),
+            Write::SessionState { org_id, session_id, state } if !refused.contains(session_id) => {
+                Some((org_id.as_str(), *session_id, state))
+            }
             _ => None,
         }));
-        Ok(())
+        Ok(refused)
     }
 
     fn checkpoint(&mut self) -> Result<()> {
@@ -123,14 +126,23 @@ impl BatchWriter for PgWriter {
 /// arrays, each table's rows in one `INSERT … SELECT FROM UNNEST`): one round
 /// trip and one commit. A batch holding session states is a transaction of
 /// three: their rows read under lock, merged here, then the one statement
-/// that also writes them back.
-async fn commit(conn: &mut PgConnection, writes: &[Write], sender: &Sender) -> std::result::Result<(), sqlx::Error> {
+/// that also writes them back. The statement leaves out the writes of the
+/// fenced sessions whose lease this node no longer holds, and returns them.
+async fn commit(
+    conn: &mut PgConnection,
+    writes: &[Write],
+    fences: &[Fence],
+    sender: &Sender,
+) -> std::result::Result<Vec<SessionId>, sqlx::Error> {
     let mut rows = Rows::of(writes)?;
     if sender.announces_commits() {
         rows.notices = notices(writes, sender);
     }
+    if let Some(node) = sender.node() {
+        rows.fences = (node.to_string(), fences.iter().map(|f| (f.session_id.to_string(), f.epoch)).unzip());
+    }
     if rows.states.is_empty() {
-        return rows.statement(Vec::new()).execute(&mut *conn).await.map(drop);
+        return rows.statement(Vec::new()).fetch_one(&mut *conn).await.map(refused);
     }
     let mut tx = conn.begin().await?;
     let ids: Vec<String> = rows.states.iter().map(|(_, id, _)| id.to_string()).collect();
@@ -149,8 +161,14 @@ async fn commit(conn: &mut PgConnection, writes: &[Write], sender: &Sender) -> s
             merged.push((id, doc));
         }
     }
-    rows.statement(merged).execute(&mut *tx).await?;
-    tx.commit().await
+    let refused = rows.statement(merged).fetch_one(&mut *tx).await.map(refused)?;
+    tx.commit().await?;
+    Ok(refused)
+}
+
+/// The sessions whose writes the statement left out (its second column).
+fn refused((_, sessions): (i64, Vec<String>)) -> Vec<SessionId> {
+    sessions.iter().filter_map(|s| SessionId::parse(s)).collect()
 }
 
 /// A batch's writes as columns. A row written twice in one batch (an item
@@ -164,11 +182,14 @@ struct Rows<'a> {
     event_sessions: Vec<String>,
     event_docs: Vec<String>,
     states: Vec<(&'a str, SessionId, &'a SessionState)>,
-    notices: Vec<String>,
+    /// Each notice's session, and the notice.
+    notices: (Vec<String>, Vec<String>),
+    /// This node, and the fenced sessions with the epoch each one's lease must have.
+    fences: (String, (Vec<String>, Vec<i64>)),
 }
 
 /// What a batch announces: each session's last event, and each session whose state it wrote.
-fn notices(writes: &[Write], sender: &Sender) -> Vec<String> {
+fn notices(writes: &[Write], sender: &Sender) -> (Vec<String>, Vec<String>) {
     let mut last: Vec<(SessionId, i64)> = Vec::new();
     let mut states: Vec<SessionId> = Vec::new();
     for write in writes {
@@ -181,8 +202,9 @@ fn notices(writes: &[Write], sender: &Sender) -> Vec<String> {
             _ => {}
         }
     }
-    let events = last.into_iter().map(|(session, seq)| Notice::Events { session, seq });
-    events.chain(states.into_iter().map(Notice::Session)).map(|n| sender.payload(&n)).collect()
+    let events = last.into_iter().map(|(session, seq)| (session, Notice::Events { session, seq }));
+    let states = states.into_iter().map(|session| (session, Notice::Session(session)));
+    events.chain(states).map(|(session, n)| (session.to_string(), sender.payload(&n))).unzip()
 }
 
 /// Text columns of one table's rows, the first being the row's id.
@@ -249,9 +271,10 @@ impl<'a> Rows<'a> {
     fn statement(
         self,
         sessions: Vec<(String, String)>,
-    ) -> sqlx::query::Query<'static, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    ) -> sqlx::query::QueryAs<'static, sqlx::Postgres, (i64, Vec<String>), sqlx::postgres::PgArguments> {
         let (session_ids, session_docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
-        let mut query = sqlx::query(BATCH);
+        let (node, (fenced, epochs)) = self.fences;
+        let mut query = sqlx::query_as(BATCH);
         for column in self.turns.columns.into_iter().chain(self.items.columns) {
             query = query.bind(column);
         }
@@ -262,28 +285,46 @@ impl<'a> Rows<'a> {
             .bind(session_ids)
             .bind(session_docs)
             .bind(CHANNEL)
-            .bind(self.notices)
+            .bind(self.notices.1)
+            .bind(self.notices.0)
+            .bind(node)
+            .bind(fenced)
+            .bind(epochs)
     }
 }
 
-/// A batch as one statement (each part is empty when the batch has no such writes).
-const BATCH: &str = "WITH turn_rows AS (\
+/// A batch as one statement (each part is empty when the batch has no such
+/// writes). `held` share-locks the lease rows of the fenced sessions ($20,
+/// $21) that this node ($19) still holds as the epoch their writes were made
+/// under or a later one, so none changes hands before the commit; every part
+/// leaves out the rows (and notices, $18) of the others, which the statement
+/// returns.
+const BATCH: &str = "WITH held AS (\
+    SELECT l.session_id FROM session_leases l \
+    JOIN UNNEST($20::text[], $21::bigint[]) AS f (session_id, epoch) \
+    ON l.session_id = f.session_id AND l.node_id = $19 AND l.epoch >= f.epoch FOR SHARE OF l), \
+lost AS (SELECT f.s FROM UNNEST($20::text[]) AS f (s) WHERE f.s NOT IN (SELECT session_id FROM held)), \
+turn_rows AS (\
     INSERT INTO turns (id, org_id, session_id, status, doc) \
     SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
+    AS r (id, org_id, session_id, status, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
     ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc), \
 item_rows AS (\
     INSERT INTO items (id, org_id, session_id, turn_id, doc) \
     SELECT * FROM UNNEST($6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
+    AS r (id, org_id, session_id, turn_id, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
     ON CONFLICT (id) DO UPDATE SET doc = excluded.doc), \
 event_rows AS (\
     INSERT INTO events (seq, session_id, doc) \
     SELECT * FROM UNNEST($11::bigint[], $12::text[], $13::text[]) \
+    AS r (seq, session_id, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
     ON CONFLICT (seq) DO NOTHING), \
 session_rows AS (\
     UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
-    WHERE sessions.id = merged.id), \
-notices AS (SELECT pg_notify($16, n) FROM UNNEST($17::text[]) AS n) \
-SELECT (SELECT count(*) FROM notices)";
+    WHERE sessions.id = merged.id AND merged.id NOT IN (SELECT s FROM lost)), \
+notices AS (SELECT pg_notify($16, n.n) FROM UNNEST($17::text[], $18::text[]) AS n (n, s) \
+    WHERE n.s NOT IN (SELECT s FROM lost)) \
+SELECT (SELECT count(*) FROM notices), ARRAY(SELECT s FROM lost)";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'

@@ -9,7 +9,8 @@
 //! the journal's thread calls [`BatchWriter::checkpoint`] between batches.
 
 use crate::session_cache::SessionCache;
-use crate::{BatchWriter, Error, Result, Write};
+use crate::{BatchWriter, Error, Fence, Result, Write};
+use protocol::ids::SessionId;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
 use std::path::Path;
 use std::sync::Arc;
@@ -45,13 +46,15 @@ impl SqliteWriter {
 }
 
 impl BatchWriter for SqliteWriter {
-    fn write_batch(&mut self, writes: &[Write], wait: bool) -> Result<()> {
+    /// One process alone on its file: no other node can hold a lease, so
+    /// `fences` refuse nothing.
+    fn write_batch(&mut self, writes: &[Write], _fences: &[Fence], wait: bool) -> Result<Vec<SessionId>> {
         if wait != self.waits {
             self.conn.busy_timeout(if wait { BUSY_TIMEOUT } else { Duration::ZERO }).map_err(writer_error)?;
             self.waits = wait;
         }
         match writes {
-            [] => return Ok(()),
+            [] => return Ok(Vec::new()),
             [only] => apply(&self.conn, only)?,
             _ => {
                 let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(writer_error)?;
@@ -65,7 +68,7 @@ impl BatchWriter for SqliteWriter {
             Write::SessionState { org_id, session_id, state } => Some((org_id.as_str(), *session_id, state)),
             _ => None,
         }));
-        Ok(())
+        Ok(Vec::new())
     }
 
     fn checkpoint(&mut self) -> Result<()> {

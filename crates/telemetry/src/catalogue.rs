@@ -107,6 +107,7 @@ pub struct Metrics {
     sandbox_first_use: Histogram,
     setup: Histogram,
     setup_failures: Counter,
+    leases_lost: Counter,
     journal_commit: Histogram,
     // Taken when a component starts and at each scrape only.
     readings: Mutex<Vec<Option<Reading>>>,
@@ -122,6 +123,7 @@ impl Default for Metrics {
             sandbox_first_use: Histogram::new(SANDBOX_BOUNDS),
             setup: Histogram::new(SETUP_BOUNDS),
             setup_failures: Counter::default(),
+            leases_lost: Counter::default(),
             journal_commit: Histogram::new(JOURNAL_BOUNDS),
             readings: Mutex::new(Gauge::ALL.iter().map(|_| None).collect()),
         }
@@ -178,6 +180,12 @@ impl Metrics {
     /// An environment failed to initialize, for good.
     pub fn setup_failed(&self) {
         self.setup_failures.inc();
+    }
+
+    /// Another node took over a session this node still ran (its writes to
+    /// it are refused from then on).
+    pub fn lease_lost(&self) {
+        self.leases_lost.inc();
     }
 
     /// The journal committed a batch in `d`.
@@ -268,6 +276,13 @@ impl Metrics {
                 self.setup_failures.get(),
             ),
             (
+                "rebyte_session_leases_lost_total",
+                Kind::Counter,
+                "Sessions another node took over while this node still ran them (cut off from the database \
+                 longer than a lease); their late writes were refused.",
+                self.leases_lost.get(),
+            ),
+            (
                 "rebyte_event_stream_subscribers",
                 Kind::Gauge,
                 "Live subscribers to session event streams.",
@@ -303,6 +318,7 @@ mod tests {
             "rebyte_tool_calls_total{kind=\"mcp\",outcome=\"failed\"} 0",
             "rebyte_sandboxes{state=\"paused\"} 0",
             "rebyte_environment_setup_failures_total 0",
+            "rebyte_session_leases_lost_total 0",
             "rebyte_journal_queue_depth 7",
             "rebyte_journal_commit_duration_seconds_count 0",
         ] {

@@ -44,12 +44,17 @@ pub struct TakenOver {
 impl Cluster {
     /// Takes the lease of `session` when no node holds it (or this one
     /// does); `None` while another node holds it, even an expired one's
-    /// (whose turns [`Cluster::take_expired`] settles first).
+    /// (whose turns [`Cluster::take_expired`] settles first). The row's epoch
+    /// only grows: of two acquisitions racing on one node, the one whose
+    /// number was drawn first may update the row last, and keeps the larger.
+    /// So the epoch returned is never above the row's (the journal's fence
+    /// compares them).
     pub async fn acquire(&self, session: SessionId) -> Result<Option<Lease>> {
         let row: (Option<i64>, i64) = sqlx::query_as(
             "WITH taken AS (INSERT INTO session_leases (session_id, node_id, epoch, expires_at) \
              VALUES ($1, $2, nextval('session_lease_epochs'), now() + make_interval(secs => $3)) \
-             ON CONFLICT (session_id) DO UPDATE SET epoch = excluded.epoch, expires_at = excluded.expires_at \
+             ON CONFLICT (session_id) DO UPDATE SET epoch = GREATEST(session_leases.epoch, excluded.epoch), \
+             expires_at = excluded.expires_at \
              WHERE session_leases.node_id = excluded.node_id RETURNING epoch) \
              SELECT (SELECT epoch FROM taken), (SELECT COALESCE(max(seq), 0) FROM events WHERE session_id = $1)",
         )

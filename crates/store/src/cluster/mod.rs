@@ -126,6 +126,7 @@ impl Cluster {
         .await?;
         tx.commit().await?;
         sender.set_slot(slot);
+        sender.set_node(&node.id);
         let heard = broadcast::channel(NOTICE_BUFFER).0;
         let peers = AtomicUsize::new(0);
         let clock_offset = clock_offset(&pool).await?;

@@ -108,15 +108,26 @@ pub(crate) struct Sender {
     slot: AtomicI32,
     /// Whether other nodes run (someone hears what the journal commits).
     peers: AtomicBool,
+    /// The node's id, once it joined (the journal's writes are fenced by its leases).
+    node: std::sync::OnceLock<String>,
 }
 
 impl Default for Sender {
     fn default() -> Self {
-        Self { slot: AtomicI32::new(-1), peers: AtomicBool::new(false) }
+        Self { slot: AtomicI32::new(-1), peers: AtomicBool::new(false), node: std::sync::OnceLock::new() }
     }
 }
 
 impl Sender {
+    pub(crate) fn set_node(&self, node: &str) {
+        let _ = self.node.set(node.to_string());
+    }
+
+    /// The node's id, once it joined a cluster.
+    pub(crate) fn node(&self) -> Option<&str> {
+        self.node.get().map(String::as_str)
+    }
+
     pub(crate) fn set_slot(&self, slot: i32) {
         self.slot.store(slot, Ordering::Relaxed);
     }

@@ -2,8 +2,9 @@
 //! for the few tests that change the schema under the store, and a journal
 //! commit on a thread of its own (as the engine's journal thread commits).
 
+use protocol::ids::SessionId;
 use std::sync::Arc;
-use store::{Store, Write};
+use store::{Fence, Store, Write};
 
 pub struct Backend {
     pub store: Arc<dyn Store>,
@@ -49,7 +50,15 @@ impl Backend {
 
     /// Commits one journal batch, waiting, on a plain thread.
     pub fn commit(&self, writes: Vec<Write>) -> store::Result<()> {
+        let refused = self.commit_fenced(writes, Vec::new())?;
+        assert!(refused.is_empty(), "nothing fenced, nothing refused: {refused:?}");
+        Ok(())
+    }
+
+    /// Commits one journal batch whose sessions in `fences` were written
+    /// under this node's leases; the sessions refused come back.
+    pub fn commit_fenced(&self, writes: Vec<Write>, fences: Vec<Fence>) -> store::Result<Vec<SessionId>> {
         let mut writer = self.store.batch_writer()?;
-        std::thread::spawn(move || writer.write_batch(&writes, true)).join().unwrap()
+        std::thread::spawn(move || writer.write_batch(&writes, &fences, true)).join().unwrap()
     }
 }

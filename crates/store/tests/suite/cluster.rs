@@ -10,11 +10,12 @@ use protocol::ids::SessionId;
 use std::time::Duration;
 use store::cluster::leases::InboxEntry;
 use store::cluster::notices::{Heard, Notice};
-use store::{NodeSpec, Write};
+use store::{Fence, NodeSpec, Write};
 use tokio::sync::broadcast;
 
 contract!(nodes_register_under_distinct_ids_and_a_live_id_is_refused);
 contract!(a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_commit);
+contract!(writes_made_under_a_lease_commit_only_while_the_lease_is_still_this_nodes);
 
 /// The next notice `rx` hears that `want` picks, within 5 s.
 async fn hear(rx: &mut broadcast::Receiver<Heard>, want: impl Fn(&Heard) -> bool) -> Heard {
@@ -97,6 +98,56 @@ async fn a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_comm
     assert_eq!(c.holder(lost).await.unwrap().as_deref(), Some("c"));
     assert!(!c.release(lost, taken[0].lease.epoch).await.unwrap());
     assert_eq!(c.holder(lost).await.unwrap(), None);
+}
+
+/// The journal's fence: a node cut off past its lease (here: one that left)
+/// finds its writes to the session another node took over refused, and
+/// only those; a later acquisition of its own keeps earlier epochs' writes.
+async fn writes_made_under_a_lease_commit_only_while_the_lease_is_still_this_nodes(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let (fenced, free) = (session.id, SessionId::new());
+    let fence = |epoch| vec![Fence { session_id: fenced, epoch }];
+    let Some(a) = b.store.join_cluster(&node("a", 1)).await.unwrap() else {
+        assert_eq!(b.kind, Kind::Sqlite);
+        let refused = b.commit_fenced(vec![event_write(1 << 6, fenced, "x")], fence(7)).unwrap();
+        assert!(refused.is_empty(), "one process alone fences nothing out");
+        assert_eq!(b.store.events_after(fenced, 0, 10).await.unwrap().len(), 1);
+        return;
+    };
+    let c = store::open(&b.url).await.unwrap().join_cluster(&node("c", 2)).await.unwrap().unwrap();
+    let first = a.acquire(fenced).await.unwrap().unwrap();
+    let refused = b.commit_fenced(vec![event_write(1 << 6, fenced, "held")], fence(first.epoch)).unwrap();
+    assert!(refused.is_empty(), "{refused:?}");
+    let second = a.acquire(fenced).await.unwrap().unwrap();
+    let refused = b.commit_fenced(vec![event_write(2 << 6, fenced, "older epoch")], fence(first.epoch)).unwrap();
+    assert!(refused.is_empty(), "this node's later lease keeps its earlier writes: {refused:?}");
+
+    // Acquisitions racing on one node: the row keeps the largest epoch any of them returned.
+    let mut racing = tokio::task::JoinSet::new();
+    for _ in 0..16 {
+        let a = a.clone();
+        racing.spawn(async move { a.acquire(fenced).await.unwrap().unwrap().epoch });
+    }
+    let latest = racing.join_all().await.into_iter().max().unwrap();
+    let refused = b.commit_fenced(vec![event_write(5 << 6, fenced, "raced")], fence(latest)).unwrap();
+    assert!(refused.is_empty(), "the row's epoch is below one an acquisition returned: {refused:?}");
+
+    // a is cut off; c takes the session over. a's late writes to it are left out, not the others'.
+    a.leave().await.unwrap();
+    let taken = c.take_expired(10).await.unwrap();
+    assert_eq!(taken.iter().map(|t| t.session).collect::<Vec<_>>(), [fenced]);
+    let late = vec![
+        event_write(3 << 6, fenced, "late"),
+        event_write(4 << 6, free, "unfenced"),
+        Write::SessionState { org_id: org_id.clone(), session_id: fenced, state: session.state() },
+    ];
+    let refused = b.commit_fenced(late, fence(second.epoch)).unwrap();
+    assert_eq!(refused, [fenced]);
+    let stored = b.store.events_after(fenced, 0, 10).await.unwrap();
+    assert_eq!(stored.len(), 3, "nothing of the refused batch's writes to the session: {stored:?}");
+    assert_eq!(b.store.events_after(free, 0, 10).await.unwrap().len(), 1, "other sessions' writes commit");
+    assert!(c.release(fenced, taken[0].lease.epoch).await.is_ok());
 }
 
 fn node(id: &str, port: u16) -> NodeSpec {

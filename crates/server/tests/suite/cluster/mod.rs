@@ -1,7 +1,10 @@
 //! Several nodes on one PostgreSQL database (skipped on SQLite, one
 //! process's file): any node answers, the node that holds a session's lease
 //! runs its turns, events fan out across nodes, a revoked key stops working
-//! everywhere, and a node killed mid-turn is survived.
+//! everywhere, and a node killed mid-turn is survived (one cut off from the
+//! database past its lease has its late writes refused: [`fence`]).
+
+mod fence;
 
 use crate::support::{TestServer, models_toml, open_stream, read_until, rebyte_bin, test_database, types};
 use reqwest::StatusCode;
@@ -242,18 +245,12 @@ fn spawn_node(a: &TestServer, id: &str, toml: &str, dir: &std::path::Path) -> (s
     (child, url)
 }
 
-#[tokio::test]
-async fn a_node_killed_mid_turn_is_survived_by_another() {
-    let model = ModelServer::with_script([Step::stall(), Step::text("after the loss")]).await.unwrap();
-    let toml = models_toml(&model);
-    let Some(a) = first_node("survivor", &toml).await else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (mut doomed, url) = spawn_node(&a, "doomed", &toml, dir.path());
-    let http = reqwest::Client::new();
-    let session: Value = http
+/// A session created through the node at `url` with `input`, and its turn, once in progress.
+async fn running_turn(a: &TestServer, url: &str, input: &str) -> (String, String) {
+    let session: Value = reqwest::Client::new()
         .post(format!("{url}/v1/agents/sessions"))
         .bearer_auth(&a.key)
-        .json(&json!({"agent": {"model": "m"}, "environment": {"type": "none"}, "input": "stall"}))
+        .json(&json!({"agent": {"model": "m"}, "environment": {"type": "none"}, "input": input}))
         .send()
         .await
         .unwrap()
@@ -264,18 +261,33 @@ async fn a_node_killed_mid_turn_is_survived_by_another() {
     let (_, turns) = a.get(&format!("/v1/agents/sessions/{sid}/turns")).await;
     let turn_id = turns["data"][0]["id"].as_str().unwrap().to_string();
     a.wait_turn_status(&sid, &turn_id, &["in_progress"]).await;
-    doomed.kill().unwrap();
-    doomed.wait().unwrap();
-    let killed = Instant::now();
-    let deadline = killed + Duration::from_secs(15);
-    let turn = loop {
+    (sid, turn_id)
+}
+
+/// The turn once it is no longer in progress, as `a` reads it (within `within`).
+async fn settled_turn(a: &TestServer, sid: &str, turn_id: &str, within: Duration) -> Value {
+    let deadline = Instant::now() + within;
+    loop {
         let (_, turn) = a.get(&format!("/v1/agents/sessions/{sid}/turns/{turn_id}")).await;
         if turn["status"] != "in_progress" {
-            break turn;
+            return turn;
         }
-        assert!(Instant::now() < deadline, "the turn stayed in progress for 15 s after the kill");
+        assert!(Instant::now() < deadline, "the turn stayed in progress for {within:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    }
+}
+
+#[tokio::test]
+async fn a_node_killed_mid_turn_is_survived_by_another() {
+    let model = ModelServer::with_script([Step::stall(), Step::text("after the loss")]).await.unwrap();
+    let toml = models_toml(&model);
+    let Some(a) = first_node("survivor", &toml).await else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (mut doomed, url) = spawn_node(&a, "doomed", &toml, dir.path());
+    let (sid, turn_id) = running_turn(&a, &url, "stall").await;
+    doomed.kill().unwrap();
+    doomed.wait().unwrap();
+    let turn = settled_turn(&a, &sid, &turn_id, Duration::from_secs(15)).await;
     assert_eq!(turn["status"], "failed", "{turn}");
     assert_eq!(turn["error"]["code"], "internal_error", "{turn}");
     let message = turn["error"]["message"].as_str().unwrap();
