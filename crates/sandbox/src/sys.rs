@@ -195,6 +195,24 @@ pub(crate) fn pidfd_send_signal(pidfd: BorrowedFd<'_>, signal: c_int) -> io::Res
     check(ret).map(drop)
 }
 
+/// Puts the calling thread (and what it clones or forks from now on) at
+/// `SCHED_IDLE`: it runs only when a CPU has nothing else to do.
+pub(crate) fn set_idle_priority() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; the parameter is a valid struct.
+    let ret = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    check(ret as libc::c_long).map(drop)
+}
+
+/// Puts thread `tid` (0: the calling one) back at `SCHED_OTHER`, with the
+/// nice value it had (leaving `SCHED_IDLE` needs `CAP_SYS_NICE`).
+pub(crate) fn set_normal_priority(tid: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above.
+    let ret = unsafe { libc::sched_setscheduler(tid, libc::SCHED_OTHER, &param) };
+    check(ret as libc::c_long).map(drop)
+}
+
 /// A detached copy of the mount tree at `path` (`open_tree(OPEN_TREE_CLONE)`),
 /// taken before the staging root hides it.
 pub(crate) fn clone_tree(path: &CStr, recursive: bool) -> io::Result<OwnedFd> {

@@ -3,7 +3,7 @@
 //! millisecond) instead of paying for `mkfs` and a loop mount (~35 ms).
 //! Two are kept ready per size asked for (environments made in a burst,
 //! each ~40 ms apart, outran a single one: its refill takes about as long);
-//! a thread refills after each take.
+//! a thread refills after each take, at idle priority.
 
 use super::image;
 use crate::error::Result;
@@ -72,6 +72,9 @@ impl Pool {
         }
         let this = Arc::clone(self);
         std::thread::spawn(move || {
+            // Idle priority: `mkfs` and the mount use only CPU time nothing
+            // else wants (the first use that took an image goes first).
+            let _ = crate::sys::set_idle_priority();
             loop {
                 let have = this.ready.lock().unwrap_or_else(|e| e.into_inner()).get(&bytes).map_or(0, Vec::len);
                 if have >= READY {

@@ -2,24 +2,34 @@
 //! exec'd, blocked on their init frame, so that an environment's first use
 //! pays only for its cgroup, its mounts and one round trip. Each sandbox
 //! still gets namespaces of its own; the pool refills in the background.
+//!
+//! A refill runs on a thread of its own at `SCHED_IDLE` (when the process
+//! may raise a thread back, `CAP_SYS_NICE`): the clone into new namespaces
+//! and the agent's exec then use only CPU time nothing else wants, so a
+//! refill started by one environment's first use no longer competes with
+//! that first use on a busy machine. An agent cloned so inherits the idle
+//! policy and is put back to normal as it is taken.
 
 use super::LocalConfig;
 use super::launch::spawn_agent;
 use crate::api::NetworkPolicy;
 use crate::error::Result;
-use crate::sys::{Spawned, pidfd_send_signal};
+use crate::sys::{Spawned, pidfd_send_signal, set_idle_priority, set_normal_priority};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// An agent waiting for its init frame. Killed and reaped if dropped unused.
 pub(crate) struct Pending {
     inner: Option<(Spawned, UnixStream)>,
+    /// Cloned at idle priority (a background refill's).
+    idle: bool,
 }
 
 impl Pending {
     pub fn new(spawned: Spawned, stream: UnixStream) -> Self {
-        Pending { inner: Some((spawned, stream)) }
+        Pending { inner: Some((spawned, stream)), idle: false }
     }
 
     pub fn pid(&self) -> i32 {
@@ -58,11 +68,13 @@ pub(crate) struct Pool {
     size: usize,
     // Held only to push or pop, never across an await or a clone.
     slots: Mutex<Vec<(NetworkPolicy, Pending)>>,
+    /// A refill's thread is running.
+    filling: AtomicBool,
 }
 
 impl Pool {
     pub fn new(size: usize) -> Self {
-        Pool { size, slots: Mutex::new(Vec::new()) }
+        Pool { size, slots: Mutex::new(Vec::new()), filling: AtomicBool::new(false) }
     }
 
     /// The policy agents are cloned and kept under for `network`.
@@ -84,6 +96,11 @@ impl Pool {
                 slots.swap_remove(i).1
             };
             if taken.alive() {
+                if taken.idle
+                    && let Err(e) = set_normal_priority(taken.pid())
+                {
+                    tracing::warn!(error = %e, "a warm agent could not be put back to normal priority");
+                }
                 return Some(taken);
             }
         }
@@ -94,22 +111,47 @@ impl Pool {
         self.slots().iter().filter(|(n, _)| *n == network).count()
     }
 
-    /// Tops the pool up for `network` on a blocking thread.
+    /// Tops the pool up for `network` on a thread of its own, at idle
+    /// priority where that can be undone for the agents it clones.
     pub fn refill(self: &Arc<Self>, config: &Arc<LocalConfig>, network: NetworkPolicy) {
-        if self.size == 0 || self.count(network) >= self.size {
+        if self.size == 0 || self.count(network) >= self.size || self.filling.swap(true, Ordering::SeqCst) {
             return;
         }
         let (pool, config) = (self.clone(), config.clone());
-        tokio::task::spawn_blocking(move || pool.fill(&config, network));
+        let spawned = std::thread::Builder::new().name("rebyte-warm-agents".into()).spawn(move || {
+            let idle = idle_is_reversible() && set_idle_priority().is_ok();
+            if let Err(e) = pool.fill_as(&config, network, idle) {
+                tracing::warn!(error = %e, "refilling the warm agents failed");
+            }
+            pool.filling.store(false, Ordering::SeqCst);
+        });
+        if spawned.is_err() {
+            self.filling.store(false, Ordering::SeqCst);
+        }
     }
 
     /// Tops the pool up for `network` now.
     pub fn fill(&self, config: &LocalConfig, network: NetworkPolicy) -> Result<()> {
+        self.fill_as(config, network, false)
+    }
+
+    fn fill_as(&self, config: &LocalConfig, network: NetworkPolicy, idle: bool) -> Result<()> {
         let network = Self::kind(network);
         while self.count(network) < self.size {
-            let agent = spawn_agent(config, network)?;
+            let mut agent = spawn_agent(config, network)?;
+            agent.idle = idle;
             self.slots().push((network, agent));
         }
         Ok(())
     }
+}
+
+/// Whether a thread put at idle priority can be put back (probed once, on
+/// a thread of its own): without it, refills run at normal priority, since
+/// their agents could not leave the idle policy.
+fn idle_is_reversible() -> bool {
+    static REVERSIBLE: OnceLock<bool> = OnceLock::new();
+    *REVERSIBLE.get_or_init(|| {
+        std::thread::spawn(|| set_idle_priority().is_ok() && set_normal_priority(0).is_ok()).join().unwrap_or(false)
+    })
 }

@@ -28,3 +28,21 @@ async fn a_prewarmed_agent_becomes_a_sandbox_with_namespaces_and_cgroup_of_its_o
     let ifaces = sh(&*c.sandbox, "tail -n +3 /proc/net/dev | wc -l").await;
     assert!(ifaces.parse::<u32>().unwrap() > 1, "the networked sandbox has only loopback");
 }
+
+/// Field 41 of `/proc/<pid>/stat`: the scheduling policy (0 normal, 5 idle).
+const POLICY: &str = "awk '{print $41}' /proc/1/stat /proc/self/stat | tr '\\n' ' '";
+
+#[tokio::test]
+async fn an_agent_a_refill_cloned_at_idle_priority_runs_the_sandbox_at_normal_priority() {
+    let backend = backend();
+    backend.prewarm(NetworkPolicy::Disabled).await.unwrap();
+    // Taking the prewarmed agent starts a refill on a thread of its own.
+    let _first = start_on(&backend, "refill-a", |_| {}).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while backend.warm_agents(NetworkPolicy::Disabled) == 0 {
+        assert!(std::time::Instant::now() < deadline, "the pool was not refilled");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let refilled = start_on(&backend, "refill-b", |_| {}).await;
+    assert_eq!(sh(&*refilled.sandbox, POLICY).await.trim(), "0 0", "the agent and its commands at SCHED_OTHER");
+}
