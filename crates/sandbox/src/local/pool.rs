@@ -8,7 +8,11 @@
 //! and the agent's exec then use only CPU time nothing else wants, so a
 //! refill started by one environment's first use no longer competes with
 //! that first use on a busy machine. An agent cloned so inherits the idle
-//! policy and is put back to normal as it is taken.
+//! policy and is put back to normal as it is taken. The refill also waits
+//! [`REFILL_DELAY`] first: idle priority does not stop a clone's kernel work
+//! from holding a CPU for a while once it has it (the `ready` write that
+//! followed a take waited 1.4 ms for one), and the first use that took the
+//! agent is over by then.
 
 use super::LocalConfig;
 use super::launch::spawn_agent;
@@ -19,6 +23,10 @@ use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
+
+/// How long a refill waits before it clones: past the first use that
+/// emptied the slot (its sandbox start, `ready` write and first command).
+const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// An agent waiting for its init frame. Killed and reaped if dropped unused.
 pub(crate) struct Pending {
@@ -120,6 +128,8 @@ impl Pool {
         let (pool, config) = (self.clone(), config.clone());
         let spawned = std::thread::Builder::new().name("rebyte-warm-agents".into()).spawn(move || {
             let idle = idle_is_reversible() && set_idle_priority().is_ok();
+            // What follows a first use (its `ready` write, its first command) runs first.
+            std::thread::sleep(REFILL_DELAY);
             if let Err(e) = pool.fill_as(&config, network, idle) {
                 tracing::warn!(error = %e, "refilling the warm agents failed");
             }
