@@ -6,9 +6,10 @@
 //! one on the same session (the sandbox runs) — beside a raw
 //! `unshare -mpfnui --fork true` in the same run. First use costs the cold
 //! turn net of the warm one. `BENCH_PAUSE_MS` (default 0) waits between the
-//! turns and after them: on an idle virtual machine every turn after a pause
-//! is slower (the warm turn 8–10 → ~20 ms at 50 ms), so the default keeps
-//! the turns back to back, as the figures in BENCHMARKS.md were measured.
+//! turns and after them: every turn after a pause is slower here (the warm
+//! turn 8–10 → ~20 ms at 50 ms; likely each command's move into its cgroup,
+//! see BENCHMARKS.md), so the default keeps the turns back to back, as the
+//! figures in BENCHMARKS.md were measured.
 //!
 //! Run: `cargo bench -p rebyte --bench first_use` (`BENCH_RUNS`, default 50).
 

@@ -11,8 +11,8 @@
 //! policy and is put back to normal as it is taken. The refill also waits
 //! [`REFILL_DELAY`] first: idle priority does not stop a clone's kernel work
 //! from holding a CPU for a while once it has it (the `ready` write that
-//! followed a take waited 1.4 ms for one), and the first use that took the
-//! agent is over by then.
+//! followed a take waited 2.7–3.2 ms for one, 0.5–0.7 ms with the wait), and
+//! by then the first use that took the agent is mostly past.
 
 use super::LocalConfig;
 use super::launch::spawn_agent;
