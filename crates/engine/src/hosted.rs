@@ -99,6 +99,7 @@ impl HostedToolsFactory for ServerTools {
                 output_dir: output_dir(&rec.session),
                 connected: Default::default(),
                 waited: Default::default(),
+                outputs_made: Default::default(),
             });
             sandbox_tools = Some(Arc::clone(&sb));
             tools.push(Arc::clone(&sb) as Arc<dyn HostedTools>);

@@ -56,6 +56,8 @@ pub struct SandboxTools {
     pub pending: std::sync::atomic::AtomicBool,
     /// `pending` was announced and its outcome not yet.
     pub waited: std::sync::atomic::AtomicBool,
+    /// The output directory was seen or made in this turn.
+    pub outputs_made: std::sync::atomic::AtomicBool,
 }
 
 impl SandboxTools {
@@ -239,10 +241,7 @@ impl SandboxTools {
             Ok(i) => i,
             Err(e) => return HostedOutput::text(format!("error: {e}")),
         };
-        let prepare = format!("mkdir -p '{}'", self.output_dir);
-        if let Ok(e) = sandbox.exec(ExecRequest::new(prepare)).await {
-            let _ = e.wait().await;
-        }
+        self.make_output_dir(&sandbox).await;
         let mut request = ExecRequest::new(command.clone()).timeout(Duration::from_millis(timeout));
         request.cwd = cwd.clone();
         request.env = self.env();
@@ -310,6 +309,19 @@ impl SandboxTools {
             "exit code: {code_text}{}\n{shown}",
             if note.is_empty() { String::new() } else { format!(" ({note})") }
         ))
+    }
+
+    /// Makes the output directory, once per turn: by the agent itself, one
+    /// round trip (a `mkdir -p` process before every command cost ~5 ms here,
+    /// more than the command it preceded).
+    async fn make_output_dir(&self, sandbox: &Arc<dyn Sandbox>) {
+        if self.outputs_made.load(Ordering::Relaxed) {
+            return;
+        }
+        match sandbox.make_dir(&self.output_dir).await {
+            Ok(()) => self.outputs_made.store(true, Ordering::Relaxed),
+            Err(e) => tracing::warn!(error = %e, dir = %self.output_dir, "the output directory could not be made"),
+        }
     }
 
     /// Keeps the head and tail of long output; the whole goes to a log file.

@@ -41,6 +41,10 @@ pub trait Sandbox: Send + Sync {
     /// Deletes a file, a symlink or a directory tree under `/workspace`.
     async fn delete(&self, path: &str) -> Result<()>;
 
+    /// Creates a directory and its parents under `/workspace` (`mkdir -p`,
+    /// with no process of its own).
+    async fn make_dir(&self, path: &str) -> Result<()>;
+
     /// Adds variables to the environment of every later command.
     async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()>;
 

@@ -523,3 +523,21 @@ pub(crate) fn join_cgroup_on_spawn(cmd: &mut std::process::Command, procs: RawFd
         });
     }
 }
+
+/// Makes the child of `cmd` start with no signal blocked: a command forked
+/// by an agent thread would otherwise inherit that thread's mask (`SIGCHLD`,
+/// which the agent reads through a signalfd).
+pub(crate) fn unblock_signals_on_spawn(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before exec and only
+    // calls sigemptyset and pthread_sigmask, both async-signal-safe, on a
+    // set on its own stack.
+    unsafe {
+        cmd.pre_exec(|| {
+            let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+            libc::sigemptyset(set.as_mut_ptr());
+            libc::pthread_sigmask(libc::SIG_SETMASK, set.as_ptr(), std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}

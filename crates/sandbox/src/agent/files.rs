@@ -122,6 +122,16 @@ pub(super) fn list(path: &str) -> Result<Vec<DirEntry>, WireError> {
     Ok(entries)
 }
 
+/// Creates a directory and its parents (`mkdir -p`, without a process).
+pub(super) fn make_dir(path: &str) -> Result<(), WireError> {
+    let normalized = workspace_file(path).map_err(|e| map_lexical(path, e))?;
+    let r = resolve(path, &normalized)?;
+    if r.exists && !r.path.is_dir() {
+        return Err(invalid(path, "is not a directory"));
+    }
+    std::fs::create_dir_all(&r.path).map_err(|e| err_from_io(path, e))
+}
+
 /// Deletes a file, a symlink (not what it points to) or a directory tree.
 pub(super) fn delete(path: &str) -> Result<(), WireError> {
     let normalized = workspace_file(path).map_err(|e| map_lexical(path, e))?;

@@ -18,6 +18,7 @@ mod relay;
 pub mod remount;
 mod seccomp;
 mod serve;
+mod spawner;
 
 use crate::wire::{Fatal, Frame, Hello, InitConfig, Kind, PROTOCOL_VERSION};
 use control::Control;
@@ -59,6 +60,14 @@ pub fn main() -> ! {
             std::process::exit(2);
         }
     };
+    // Before the init: the host moves it into the commands' cgroup meanwhile.
+    let spawner = match spawner::Spawner::start() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("rebyte sandbox agent: no spawn thread ({e}); commands are forked by the agent itself");
+            None
+        }
+    };
     let init = ctl.read_blocking();
     // A warm agent may have waited long for its init: time the setup alone.
     let started = Instant::now();
@@ -67,7 +76,8 @@ pub fn main() -> ! {
         Ok(_) => std::process::exit(2),
         Err(e) => Err(e),
     };
-    let result = init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg).map(|started| (cfg, started)));
+    let result =
+        init.map_err(|e| e.to_string()).and_then(|cfg| setup(&cfg, spawner.as_ref()).map(|started| (cfg, started)));
     match result {
         Ok((cfg, (relays, command_cgroup))) => {
             let hello = Hello {
@@ -78,7 +88,14 @@ pub fn main() -> ! {
             if let Ok(frame) = Frame::json(Kind::Hello, 0, &hello, Vec::new()) {
                 ctl.send(&frame);
             }
-            serve::run(ctl, cfg.env, relays, command_cgroup)
+            let procs = procs::Procs {
+                env: cfg.env,
+                command_cgroup,
+                spawner,
+                command_thread: cfg.command_thread,
+                ..Default::default()
+            };
+            serve::run(ctl, procs, relays)
         }
         Err(message) => {
             if let Ok(frame) = Frame::json(Kind::Fatal, 0, &Fatal { message }, Vec::new()) {
@@ -88,6 +105,14 @@ pub fn main() -> ! {
             std::process::exit(1)
         }
     }
+}
+
+/// Drops every capability of the calling thread for good, after
+/// `no_new_privs`, and installs the seccomp filter every child inherits.
+fn lock_down(last_cap: u32) -> Result<(), String> {
+    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
+    crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
+    seccomp::install().map_err(|e| format!("seccomp filter: {e}"))
 }
 
 /// Serves the first connection on `addr`, for a remote backend.
@@ -110,7 +135,10 @@ fn threads() -> Option<usize> {
 /// Builds the sandbox from the init config: dial socket, private root,
 /// hostname, loopback, the veth, egress port, rlimits; then drops every capability
 /// for good and installs the seccomp filter every child inherits.
-fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), String> {
+fn setup(
+    cfg: &InitConfig,
+    spawner: Option<&spawner::Spawner>,
+) -> Result<(relay::Relays, Option<std::fs::File>), String> {
     let mut relays = relay::Relays::default();
     if let Some(path) = &cfg.dial_socket {
         // At its host path, while the host tree is still visible.
@@ -159,9 +187,11 @@ fn setup(cfg: &InitConfig) -> Result<(relay::Relays, Option<std::fs::File>), Str
     }
     let last_cap =
         std::fs::read_to_string("/proc/sys/kernel/cap_last_cap").ok().and_then(|s| s.trim().parse().ok()).unwrap_or(40);
-    nix::sys::prctl::set_no_new_privs().map_err(|e| format!("no_new_privs: {e}"))?;
-    crate::sys::drop_all_capabilities(last_cap).map_err(|e| format!("drop capabilities: {e}"))?;
     nix::sys::prctl::set_dumpable(false).map_err(|e| format!("dumpable: {e}"))?;
-    seccomp::install().map_err(|e| format!("seccomp filter: {e}"))?;
+    // Each thread holds its own privileges: the spawn thread drops its own.
+    if let Some(spawner) = spawner {
+        spawner.lock_down(move || lock_down(last_cap)).map_err(|e| format!("spawn thread: {e}"))?;
+    }
+    lock_down(last_cap)?;
     Ok((relays, command_cgroup))
 }

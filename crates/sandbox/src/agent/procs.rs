@@ -80,6 +80,11 @@ pub(super) struct Procs {
     /// The `cgroup.procs` every command joins before it runs (see
     /// [`crate::wire::InitConfig::command_cgroup`]).
     pub command_cgroup: Option<std::fs::File>,
+    /// The thread commands are forked from, when there is one.
+    pub spawner: Option<super::spawner::Spawner>,
+    /// That thread is in the commands' cgroup already
+    /// ([`crate::wire::InitConfig::command_thread`]).
+    pub command_thread: bool,
 }
 
 impl Procs {
@@ -88,21 +93,7 @@ impl Procs {
             return Err(WireError::new(ErrorKind::BadRequest, format!("process id {id} is in use")));
         }
         let cwd = cwd_path(spec.cwd.as_deref());
-        let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(&spec.command)
-            .current_dir(&cwd)
-            .env_clear()
-            .envs(&self.env)
-            .envs(&spec.env)
-            .process_group(0)
-            .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(procs) = &self.command_cgroup {
-            crate::sys::join_cgroup_on_spawn(&mut cmd, std::os::fd::AsRawFd::as_raw_fd(procs));
-        }
-        let mut child = cmd.spawn().map_err(|e| {
+        let mut child = self.start(spec, &cwd).map_err(|e| {
             let msg = if e.kind() == std::io::ErrorKind::NotFound && !std::path::Path::new(&cwd).is_dir() {
                 format!("working directory {cwd} does not exist")
             } else {
@@ -134,6 +125,52 @@ impl Procs {
         self.by_pid.insert(pid.as_raw(), id);
         self.map.insert(id, proc);
         Ok(pid.as_raw())
+    }
+
+    /// `/bin/sh -c` for `spec`, without its cgroup.
+    fn command(&self, spec: &ProcessSpec, cwd: &str) -> Command {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(&spec.command)
+            .current_dir(cwd)
+            .env_clear()
+            .envs(&self.env)
+            .envs(&spec.env)
+            .process_group(0)
+            .stdin(if spec.stdin { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        crate::sys::unblock_signals_on_spawn(&mut cmd);
+        cmd
+    }
+
+    /// Starts the command in the commands' cgroup: forked by the spawn
+    /// thread, which is in it already when the host put it there; otherwise,
+    /// or when that cgroup is full (a fork bomb: the agent's headroom is for
+    /// the command that stops it), forked here and joining it as it starts.
+    fn start(&self, spec: &ProcessSpec, cwd: &str) -> std::io::Result<std::process::Child> {
+        let join = |cmd: &mut Command| {
+            if let Some(procs) = &self.command_cgroup {
+                crate::sys::join_cgroup_on_spawn(cmd, std::os::fd::AsRawFd::as_raw_fd(procs));
+            }
+        };
+        let placed = self.command_thread && self.spawner.is_some();
+        let mut cmd = self.command(spec, cwd);
+        if !placed {
+            join(&mut cmd);
+        }
+        let spawned = match &self.spawner {
+            Some(spawner) => spawner.spawn(cmd),
+            None => cmd.spawn(),
+        };
+        match spawned {
+            Err(e) if placed && e.raw_os_error() == Some(libc::EAGAIN) => {
+                let mut cmd = self.command(spec, cwd);
+                join(&mut cmd);
+                cmd.spawn()
+            }
+            spawned => spawned,
+        }
     }
 
     /// Signals the process group of process `id`. Unknown ids (already

@@ -12,7 +12,6 @@ use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use nix::sys::signal::{SigSet, Signal, kill};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 use nix::unistd::Pid;
-use std::collections::BTreeMap;
 use std::os::fd::AsFd;
 use std::time::Instant;
 
@@ -39,12 +38,7 @@ struct Agent {
 }
 
 /// Serves until the host goes away or asks for shutdown; never returns.
-pub(super) fn run(
-    ctl: Control,
-    env: BTreeMap<String, String>,
-    relays: Relays,
-    command_cgroup: Option<std::fs::File>,
-) -> ! {
+pub(super) fn run(ctl: Control, procs: Procs, relays: Relays) -> ! {
     let mut mask = SigSet::empty();
     mask.add(Signal::SIGCHLD);
     let sigfd =
@@ -56,7 +50,7 @@ pub(super) fn run(
             std::process::exit(1);
         }
     };
-    let mut agent = Agent { ctl, procs: Procs { env, command_cgroup, ..Default::default() }, relays, buf: Vec::new() };
+    let mut agent = Agent { ctl, procs, relays, buf: Vec::new() };
     loop {
         if let Err(e) = agent.ctl.flush() {
             eprintln!("rebyte sandbox agent: control channel: {e}");
@@ -285,6 +279,10 @@ impl Agent {
             }
             Request::ListDir { path } => {
                 let r = files::list(&path).map(|entries| Reply::Entries { entries });
+                self.reply(id, r, Vec::new());
+            }
+            Request::MakeDir { path } => {
+                let r = files::make_dir(&path).map(|()| Reply::Ok);
                 self.reply(id, r, Vec::new());
             }
             Request::Delete { path } => {

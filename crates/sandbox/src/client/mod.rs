@@ -221,6 +221,11 @@ impl Connection {
         }
     }
 
+    pub async fn make_dir(&self, path: &str) -> Result<()> {
+        let path = crate::paths::workspace_file(path)?;
+        self.request(&Request::MakeDir { path }, Vec::new()).await.map(drop)
+    }
+
     pub async fn delete(&self, path: &str) -> Result<()> {
         let path = crate::paths::workspace_file(path)?;
         self.request(&Request::Delete { path }, Vec::new()).await.map(drop)

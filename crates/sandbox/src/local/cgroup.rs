@@ -121,6 +121,7 @@ impl CgroupSupport {
             for entry in entries.flatten() {
                 let stale = entry.metadata().and_then(|m| m.modified()).is_ok_and(|t| t < minute_ago);
                 if stale && entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    let _ = std::fs::remove_dir(entry.path().join("commands"));
                     let _ = std::fs::remove_dir(entry.path());
                 }
             }
@@ -197,28 +198,35 @@ fn v2(mountinfo: &str, own: &str, notes: &mut Vec<String>) -> Option<(PathBuf, V
 /// for the commands that clean up after a fork bomb.
 pub const AGENT_HEADROOM: u64 = 32;
 
-/// Creates `<dir>/commands` with a `pids.max` of `n`; `None` if the host refuses.
-fn commands_cgroup(dir: &Path, n: u64) -> Option<PathBuf> {
-    let commands = dir.join("commands");
-    std::fs::create_dir(&commands).or_else(|e| if commands.is_dir() { Ok(()) } else { Err(e) }).ok()?;
-    if std::fs::write(commands.join("pids.max"), n.to_string()).is_err() {
-        let _ = std::fs::remove_dir(&commands);
-        return None;
-    }
-    Some(commands)
+/// The name of the agent's spawn thread (`comm`), which the host puts into
+/// the `commands` cgroup: see [`SandboxCgroup::enter`].
+pub const SPAWN_THREAD: &str = "rebyte-spawn";
+
+/// One directory of a sandbox's cgroup: its hierarchy and where it is now.
+#[derive(Debug)]
+struct Dir {
+    version: Version,
+    parent: PathBuf,
+    path: PathBuf,
 }
 
-/// One sandbox's cgroup directories.
+/// One sandbox's cgroup directories (one per hierarchy; on v2 one for all).
 #[derive(Debug)]
 pub struct SandboxCgroup {
-    dirs: Vec<PathBuf>,
-    freezer: Option<(Version, PathBuf)>,
-    /// `cgroup.procs` of `<sandbox>/commands` (v1 `pids`), which every
-    /// command joins: its `pids.max` is the sandbox's limit, the sandbox's
-    /// own is that plus [`AGENT_HEADROOM`], so the agent can always start one
-    /// more process (a command that kills the others; migration into a full
-    /// cgroup is allowed, forking inside it is not).
-    commands: Option<PathBuf>,
+    memory: Option<usize>,
+    pids: Option<usize>,
+    cpu: Option<usize>,
+    freezer: Option<usize>,
+    dirs: Vec<Dir>,
+    /// `<pids dir>/commands` (v1), the cgroup every command runs in: its
+    /// `pids.max` is the sandbox's limit, the sandbox's own is that plus
+    /// [`AGENT_HEADROOM`], so the agent can always start one more process (a
+    /// command that kills the others; migration into a full cgroup is
+    /// allowed, forking inside it is not).
+    commands: bool,
+    /// The agent's spawn thread is in `commands`: the commands it forks start
+    /// there, with no move of their own (see [`SandboxCgroup::enter`]).
+    thread_placed: bool,
 }
 
 /// Which limits a cgroup enforces (the rest falls back to rlimits).
@@ -230,89 +238,149 @@ pub struct Enforced {
     pub cpu: bool,
 }
 
+/// A fresh name for one start's directories (`<prefix>.<pid>.<n>`): a
+/// restarted server, or a restarted sandbox, never meets the ones an old
+/// start is still removing.
+fn fresh_name(prefix: &str) -> String {
+    static STARTS: AtomicU64 = AtomicU64::new(0);
+    format!("{prefix}.{}.{}", std::process::id(), STARTS.fetch_add(1, Ordering::Relaxed))
+}
+
 impl SandboxCgroup {
-    /// Creates the directories and writes the limits. Each start of a sandbox
-    /// gets directories of its own (`<id>.<pid>.<n>`): a restarted server, or a
-    /// restarted sandbox, never meets the ones an old start is still removing.
-    pub fn create(support: &CgroupSupport, id: &str, limits: &Limits) -> (Option<SandboxCgroup>, Enforced) {
-        static STARTS: AtomicU64 = AtomicU64::new(0);
-        let name = format!("{id}.{}.{}", std::process::id(), STARTS.fetch_add(1, Ordering::Relaxed));
-        let mut cg = SandboxCgroup { dirs: Vec::new(), freezer: None, commands: None };
-        let mut commands = None;
-        let mut enforced = Enforced::default();
-        let mut dir_for = |h: &Hierarchy| -> Option<PathBuf> {
-            let dir = h.parent.join(&name);
-            if !cg.dirs.contains(&dir) {
-                std::fs::create_dir(&dir).or_else(|e| if dir.is_dir() { Ok(()) } else { Err(e) }).ok()?;
-                cg.dirs.push(dir.clone());
-            }
-            Some(dir)
+    /// Makes the directories, with no limits yet, under a fresh name built on
+    /// `prefix` (a sandbox id, or `pool` for a warm agent's); `None` if the
+    /// host offers none.
+    pub fn new(support: &CgroupSupport, prefix: &str) -> Option<SandboxCgroup> {
+        let name = fresh_name(prefix);
+        let mut cg = SandboxCgroup {
+            memory: None,
+            pids: None,
+            cpu: None,
+            freezer: None,
+            dirs: Vec::new(),
+            commands: false,
+            thread_placed: false,
         };
-        if let (Some(h), Some(bytes)) = (&support.memory, limits.memory_bytes)
-            && let Some(dir) = dir_for(h)
-        {
-            let file = if h.version == Version::V1 { "memory.limit_in_bytes" } else { "memory.max" };
-            enforced.memory = std::fs::write(dir.join(file), bytes.to_string()).is_ok();
-            if h.version == Version::V2 {
-                let _ = std::fs::write(dir.join("memory.swap.max"), "0");
+        let hierarchies = [(&support.memory, 0), (&support.pids, 1), (&support.cpu, 2), (&support.freezer, 3)];
+        for (h, slot) in hierarchies {
+            let Some(h) = h else { continue };
+            let at = match cg.dirs.iter().position(|d| d.parent == h.parent) {
+                Some(at) => Some(at),
+                None => {
+                    let path = h.parent.join(&name);
+                    match std::fs::create_dir(&path) {
+                        Ok(()) => {
+                            cg.dirs.push(Dir { version: h.version, parent: h.parent.clone(), path });
+                            Some(cg.dirs.len() - 1)
+                        }
+                        Err(e) => {
+                            tracing::debug!(error = %e, dir = %path.display(), "a sandbox cgroup could not be made");
+                            None
+                        }
+                    }
+                }
+            };
+            *match slot {
+                0 => &mut cg.memory,
+                1 => &mut cg.pids,
+                2 => &mut cg.cpu,
+                _ => &mut cg.freezer,
+            } = at;
+        }
+        // v2's "no internal processes" rule would need the agent in a leaf of its own: not yet.
+        if let Some(dir) = cg.pids.map(|i| &cg.dirs[i]).filter(|d| d.version == Version::V1) {
+            cg.commands = std::fs::create_dir(dir.path.join("commands")).is_ok();
+        }
+        if cg.dirs.is_empty() { None } else { Some(cg) }
+    }
+
+    fn dir(&self, slot: Option<usize>) -> Option<&Dir> {
+        self.dirs.get(slot?)
+    }
+
+    /// Renames the directories after the sandbox `id` (a warm agent's,
+    /// named `pool.…` while it waited). Only v1 can rename a cgroup; where
+    /// it cannot, a directory keeps its name, which nothing depends on.
+    pub fn rename_for(&mut self, id: &str) {
+        let name = fresh_name(id);
+        for dir in self.dirs.iter_mut().filter(|d| d.version == Version::V1) {
+            let to = dir.parent.join(&name);
+            match std::fs::rename(&dir.path, &to) {
+                Ok(()) => dir.path = to,
+                Err(e) => tracing::debug!(error = %e, dir = %dir.path.display(), "a cgroup kept its pool name"),
             }
         }
-        if let (Some(h), Some(n)) = (&support.pids, limits.max_processes)
-            && let Some(dir) = dir_for(h)
-        {
-            // v2's "no internal processes" rule would need the agent in a leaf of its own: not yet.
-            commands = (h.version == Version::V1).then(|| commands_cgroup(&dir, n)).flatten();
-            let own = if commands.is_some() { n + AGENT_HEADROOM } else { n };
-            enforced.pids = std::fs::write(dir.join("pids.max"), own.to_string()).is_ok();
+    }
+
+    /// Writes the limits; returns which ones the cgroup enforces.
+    pub fn limit(&self, limits: &Limits) -> Enforced {
+        let mut enforced = Enforced::default();
+        if let (Some(dir), Some(bytes)) = (self.dir(self.memory), limits.memory_bytes) {
+            let file = if dir.version == Version::V1 { "memory.limit_in_bytes" } else { "memory.max" };
+            enforced.memory = std::fs::write(dir.path.join(file), bytes.to_string()).is_ok();
+            if dir.version == Version::V2 {
+                let _ = std::fs::write(dir.path.join("memory.swap.max"), "0");
+            }
         }
-        if let Some(h) = &support.cpu
-            && let Some(dir) = dir_for(h)
-            && let Some(millicores) = limits.cpu_millicores
-        {
+        if let (Some(dir), Some(n)) = (self.dir(self.pids), limits.max_processes) {
+            // The spawn thread counts where it is.
+            let commands = n + u64::from(self.thread_placed);
+            let limited = self.commands
+                && std::fs::write(dir.path.join("commands").join("pids.max"), commands.to_string()).is_ok();
+            let own = if limited { commands + AGENT_HEADROOM } else { n };
+            enforced.pids = std::fs::write(dir.path.join("pids.max"), own.to_string()).is_ok();
+        }
+        if let (Some(dir), Some(millicores)) = (self.dir(self.cpu), limits.cpu_millicores) {
             // A quota per 100 ms period: `millicores` thousandths of one CPU.
             let quota = (millicores.max(10) * 100).to_string();
-            enforced.cpu = match h.version {
-                Version::V1 => std::fs::write(dir.join("cpu.cfs_period_us"), "100000")
-                    .and_then(|()| std::fs::write(dir.join("cpu.cfs_quota_us"), &quota))
+            enforced.cpu = match dir.version {
+                Version::V1 => std::fs::write(dir.path.join("cpu.cfs_period_us"), "100000")
+                    .and_then(|()| std::fs::write(dir.path.join("cpu.cfs_quota_us"), &quota))
                     .is_ok(),
-                Version::V2 => std::fs::write(dir.join("cpu.max"), format!("{quota} 100000")).is_ok(),
+                Version::V2 => std::fs::write(dir.path.join("cpu.max"), format!("{quota} 100000")).is_ok(),
             };
         }
-        if let Some(h) = &support.freezer
-            && let Some(dir) = dir_for(h)
-        {
-            cg.freezer = Some((h.version, dir));
-        }
-        if let Some(dir) = commands {
-            // Removed before its parent.
-            cg.commands = Some(dir.join("cgroup.procs"));
-            cg.dirs.insert(0, dir);
-        }
-        if cg.dirs.is_empty() { (None, enforced) } else { (Some(cg), enforced) }
+        enforced
     }
 
-    /// The `cgroup.procs` every command of the sandbox joins, if there is one.
-    pub fn command_procs(&self) -> Option<&Path> {
-        self.commands.as_deref()
-    }
-
-    /// Moves a process (the agent, before it runs) into every directory but
-    /// the commands' one.
-    pub fn add(&self, pid: i32) -> std::io::Result<()> {
-        let commands = self.commands.as_deref().and_then(Path::parent);
-        for dir in self.dirs.iter().filter(|d| Some(d.as_path()) != commands) {
-            std::fs::write(dir.join("cgroup.procs"), pid.to_string())?;
+    /// Moves the agent `pid` (before it runs anything) into every directory,
+    /// and its spawn thread ([`SPAWN_THREAD`]) into `commands` (v1 moves
+    /// single threads): every command the agent forks from that thread then
+    /// starts where it belongs. A move is what costs here — on cgroup v1 the
+    /// first one after a quiet moment waits for an RCU grace period (5–13
+    /// ms) — so warm agents make theirs while they wait in the pool, and
+    /// commands make none.
+    pub fn enter(&mut self, pid: i32) -> std::io::Result<()> {
+        for dir in &self.dirs {
+            std::fs::write(dir.path.join("cgroup.procs"), pid.to_string())?;
+        }
+        if let (true, Some(dir)) = (self.commands, self.dir(self.pids)) {
+            let placed = spawn_thread(pid)
+                .is_some_and(|tid| std::fs::write(dir.path.join("commands").join("tasks"), tid.to_string()).is_ok());
+            self.thread_placed = placed;
         }
         Ok(())
     }
 
+    /// The `cgroup.procs` of `commands`, which a command forked elsewhere
+    /// than the spawn thread joins (see [`crate::wire::InitConfig::command_cgroup`]).
+    pub fn command_procs(&self) -> Option<PathBuf> {
+        let dir = self.dir(self.pids).filter(|_| self.commands)?;
+        Some(dir.path.join("commands").join("cgroup.procs"))
+    }
+
+    /// The agent's spawn thread is in `commands`.
+    pub fn thread_placed(&self) -> bool {
+        self.thread_placed
+    }
+
     pub fn can_freeze(&self) -> bool {
-        self.freezer.is_some()
+        self.dir(self.freezer).is_some()
     }
 
     /// Freezes (or thaws) every process, waiting until the kernel is done.
     pub async fn set_frozen(&self, frozen: bool) -> std::io::Result<()> {
-        let Some((version, dir)) = &self.freezer else {
+        let Some(Dir { version, path: dir, .. }) = self.dir(self.freezer) else {
             return Err(std::io::Error::other("no freezer cgroup"));
         };
         let (file, value, done_file, done) = match (version, frozen) {
@@ -339,7 +407,7 @@ impl SandboxCgroup {
 
     /// Thaws synchronously (before a kill: frozen tasks cannot die).
     pub fn thaw_now(&self) {
-        if let Some((version, dir)) = &self.freezer {
+        if let Some(Dir { version, path: dir, .. }) = self.dir(self.freezer) {
             let (file, value) =
                 if *version == Version::V1 { ("freezer.state", "THAWED") } else { ("cgroup.freeze", "0") };
             let _ = std::fs::write(dir.join(file), value);
@@ -348,7 +416,8 @@ impl SandboxCgroup {
 
     /// Removes the directories once every process in them is gone.
     pub fn remove(&self) {
-        for dir in &self.dirs {
+        let commands = self.dir(self.pids).filter(|_| self.commands).map(|d| d.path.join("commands"));
+        for dir in commands.iter().chain(self.dirs.iter().map(|d| &d.path)) {
             for attempt in 0..50 {
                 match std::fs::remove_dir(dir) {
                     Ok(()) => break,
@@ -357,6 +426,26 @@ impl SandboxCgroup {
                 }
             }
         }
+    }
+}
+
+/// The agent's spawn thread, once it has started (the agent starts it first
+/// thing after exec); `None` if it has not within a moment (an agent
+/// program without one: its commands then join `commands` as they start).
+fn spawn_thread(pid: i32) -> Option<i32> {
+    let deadline = std::time::Instant::now() + Duration::from_millis(200);
+    loop {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        for task in tasks.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim_end() == SPAWN_THREAD {
+                return task.file_name().to_str()?.parse().ok();
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_micros(200));
     }
 }
 

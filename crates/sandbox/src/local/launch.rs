@@ -3,7 +3,7 @@
 //! maps written before the agent runs, and the handshake.
 
 use super::LocalConfig;
-use super::cgroup::{CgroupSupport, Enforced, SandboxCgroup};
+use super::cgroup::{CgroupSupport, Enforced};
 use super::network::Network;
 use super::pool::{Pending, Pool};
 use super::sandbox::{AgentProcess, LocalSandbox};
@@ -121,6 +121,7 @@ pub(super) fn init_config(config: &LocalConfig, spec: &SandboxSpec, enforced: En
         egress: None,
         dial_socket: None,
         command_cgroup: None,
+        command_thread: false,
         veth: None,
     })
 }
@@ -172,48 +173,31 @@ pub(super) async fn launch(
     if let Some(home) = &spec.home {
         std::fs::create_dir_all(home).map_err(|e| Error::io("create the home directory", e))?;
     }
-    let (cgroup, enforced) = SandboxCgroup::create(cgroups, &spec.id, &spec.limits);
-    let mut init = init_config(config, &spec, enforced)?;
-    init.command_cgroup = cgroup.as_ref().and_then(|c| c.command_procs()).map(|p| p.display().to_string());
-    let mut network = match Network::prepare(&spec, &mut init) {
-        Ok(n) => n,
-        Err(e) => {
-            if let Some(cg) = &cgroup {
-                cg.remove();
-            }
-            return Err(e);
-        }
-    };
+    let began = std::time::Instant::now();
     // Agents differ only in whether they have a network namespace.
     let clone_as = if spec.network.private_namespace() { NetworkPolicy::Disabled } else { NetworkPolicy::Enabled };
-    let pending = match pool.take(clone_as) {
-        Some(p) => Ok(p),
-        None => spawn_agent(config, clone_as),
+    let (mut pending, warm) = match pool.take(clone_as) {
+        Some(p) => (p, true),
+        None => (spawn_agent(config, clone_as)?, false),
     };
-    // The agent has run nothing yet: it waits for the init frame.
-    let pending = pending.and_then(|p| match &cgroup {
-        Some(cg) => cg.add(p.pid()).map(|()| p).map_err(|e| Error::io("move the agent into its cgroup", e)),
-        None => Ok(p),
-    });
+    let took = began.elapsed();
+    // From here on, dropping `pending` kills the agent and removes its cgroup.
+    let enforced = pending.claim_cgroup(cgroups, &spec.id, &spec.limits)?;
+    let claimed = began.elapsed();
+    let mut init = init_config(config, &spec, enforced)?;
+    if let Some(cg) = pending.cgroup() {
+        init.command_cgroup = cg.command_procs().map(|p| p.display().to_string());
+        init.command_thread = cg.thread_placed();
+    }
+    let mut network = Network::prepare(&spec, &mut init)?;
     // Network access enabled: the veth goes into the agent's namespace before it reads `init`.
-    let pending = match (pending, network.as_mut()) {
-        (Ok(p), Some(n)) => n.attach(&config.network, p.pid(), &mut init).await.map(|()| p),
-        (pending, _) => pending,
-    };
-    let parts = pending.and_then(|p| {
-        let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
-        let (spawned, stream) = p.into_parts().ok_or_else(|| Error::Create("the agent was already used".into()))?;
-        Ok((spawned, stream, init))
-    });
-    let (spawned, stream, init) = match parts {
-        Ok(parts) => parts,
-        Err(e) => {
-            if let Some(cg) = &cgroup {
-                cg.remove();
-            }
-            return Err(e);
-        }
-    };
+    if let Some(n) = network.as_mut() {
+        n.attach(&config.network, pending.pid(), &mut init).await?;
+    }
+    let init = Frame::json(Kind::Init, 0, &init, Vec::new())?;
+    let prepared = began.elapsed();
+    let (spawned, stream, cgroup) =
+        pending.into_parts().ok_or_else(|| Error::Create("the agent was already used".into()))?;
     let stream = stream
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixStream::from_std(stream))
@@ -231,6 +215,16 @@ pub(super) async fn launch(
     match handshake {
         Ok((conn, hello)) => {
             let setup = std::time::Duration::from_micros(hello.setup_us);
+            tracing::debug!(
+                sandbox = %spec.id,
+                warm,
+                take_us = took.as_micros() as u64,
+                cgroup_us = (claimed - took).as_micros() as u64,
+                init_us = (prepared - claimed).as_micros() as u64,
+                handshake_us = (began.elapsed() - prepared).as_micros() as u64,
+                agent_setup_us = hello.setup_us,
+                "sandbox start phases"
+            );
             Ok(LocalSandbox::new(spec.id, conn, process, spec.limits, enforced, setup, network).with_helper(config))
         }
         Err(e) => {

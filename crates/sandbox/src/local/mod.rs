@@ -86,9 +86,9 @@ pub struct LocalBackend {
 impl LocalBackend {
     /// Detects the host's cgroup support once.
     pub fn new(config: LocalConfig) -> Self {
-        let cgroups = if config.use_cgroups { CgroupSupport::detect() } else { CgroupSupport::disabled() };
-        let pool = Arc::new(pool::Pool::new(config.warm_agents));
-        LocalBackend { config: Arc::new(config), cgroups: Arc::new(cgroups), pool }
+        let cgroups = Arc::new(if config.use_cgroups { CgroupSupport::detect() } else { CgroupSupport::disabled() });
+        let pool = Arc::new(pool::Pool::new(config.warm_agents, Arc::clone(&cgroups)));
+        LocalBackend { config: Arc::new(config), cgroups, pool }
     }
 
     /// Fills the warm pool for `network` now (e.g. at server start);

@@ -1,7 +1,8 @@
-//! Warm agents: a few agents already cloned into fresh namespaces and
-//! exec'd, blocked on their init frame, so that an environment's first use
-//! pays only for its cgroup, its mounts and one round trip. Each sandbox
-//! still gets namespaces of its own; the pool refills in the background.
+//! Warm agents: a few agents already cloned into fresh namespaces, exec'd
+//! and moved into cgroups of their own, blocked on their init frame, so that
+//! an environment's first use pays only for its limits, its mounts and one
+//! round trip. Each sandbox still gets namespaces and cgroups of its own
+//! (renamed after it as it takes them); the pool refills in the background.
 //!
 //! A refill runs on a thread of its own at `SCHED_IDLE` (when the process
 //! may raise a thread back, `CAP_SYS_NICE`): the clone into new namespaces
@@ -15,9 +16,10 @@
 //! by then the first use that took the agent is mostly past.
 
 use super::LocalConfig;
+use super::cgroup::{CgroupSupport, Enforced, SandboxCgroup};
 use super::launch::spawn_agent;
-use crate::api::NetworkPolicy;
-use crate::error::Result;
+use crate::api::{Limits, NetworkPolicy};
+use crate::error::{Error, Result};
 use crate::sys::{Spawned, pidfd_send_signal, set_idle_priority, set_normal_priority};
 use std::os::fd::AsFd;
 use std::os::unix::net::UnixStream;
@@ -28,16 +30,47 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// emptied the slot (its sandbox start, `ready` write and first command).
 const REFILL_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// An agent waiting for its init frame. Killed and reaped if dropped unused.
+/// An agent waiting for its init frame. Killed and reaped if dropped
+/// unused, and its cgroup removed.
 pub(crate) struct Pending {
     inner: Option<(Spawned, UnixStream)>,
     /// Cloned at idle priority (a background refill's).
     idle: bool,
+    /// Its cgroup, once it is in one: a warm agent is moved into one named
+    /// `pool.…` while it waits, off the first use's path.
+    cgroup: Option<SandboxCgroup>,
 }
 
 impl Pending {
     pub fn new(spawned: Spawned, stream: UnixStream) -> Self {
-        Pending { inner: Some((spawned, stream)), idle: false }
+        Pending { inner: Some((spawned, stream)), idle: false, cgroup: None }
+    }
+
+    /// Moves the agent into cgroups of its own named after `prefix`.
+    fn enter_cgroup(&mut self, support: &CgroupSupport, prefix: &str) -> std::io::Result<()> {
+        if let Some(mut cg) = SandboxCgroup::new(support, prefix) {
+            let entered = cg.enter(self.pid());
+            // Kept even if the move failed: removed with the agent.
+            self.cgroup = Some(cg);
+            entered?;
+        }
+        Ok(())
+    }
+
+    /// Gives the agent the sandbox `id`'s cgroup with `limits`: a warm
+    /// agent's is renamed and limited (no move: it is in it already),
+    /// otherwise one is made and the agent moved in now.
+    pub fn claim_cgroup(&mut self, support: &CgroupSupport, id: &str, limits: &Limits) -> Result<Enforced> {
+        if self.cgroup.is_none() {
+            self.enter_cgroup(support, id).map_err(|e| Error::io("move the agent into its cgroup", e))?;
+        } else if let Some(cg) = &mut self.cgroup {
+            cg.rename_for(id);
+        }
+        Ok(self.cgroup.as_ref().map(|cg| cg.limit(limits)).unwrap_or_default())
+    }
+
+    pub fn cgroup(&self) -> Option<&SandboxCgroup> {
+        self.cgroup.as_ref()
     }
 
     pub fn pid(&self) -> i32 {
@@ -51,9 +84,10 @@ impl Pending {
         matches!(nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO), Ok(0))
     }
 
-    /// The agent and its socket, no longer killed on drop.
-    pub fn into_parts(mut self) -> Option<(Spawned, UnixStream)> {
-        self.inner.take()
+    /// The agent, its socket and its cgroup, no longer killed on drop.
+    pub fn into_parts(mut self) -> Option<(Spawned, UnixStream, Option<SandboxCgroup>)> {
+        let (spawned, stream) = self.inner.take()?;
+        Some((spawned, stream, self.cgroup.take()))
     }
 }
 
@@ -66,6 +100,9 @@ impl Drop for Pending {
                 nix::sys::wait::WaitPidFlag::WEXITED,
             );
         }
+        if let Some(cg) = self.cgroup.take() {
+            cg.remove();
+        }
     }
 }
 
@@ -74,6 +111,8 @@ impl Drop for Pending {
 /// enabled sandbox's veth is added after the clone).
 pub(crate) struct Pool {
     size: usize,
+    /// Where warm agents wait: cgroups of their own, entered as they are cloned.
+    cgroups: Arc<CgroupSupport>,
     // Held only to push or pop, never across an await or a clone.
     slots: Mutex<Vec<(NetworkPolicy, Pending)>>,
     /// A refill's thread is running.
@@ -81,8 +120,8 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    pub fn new(size: usize) -> Self {
-        Pool { size, slots: Mutex::new(Vec::new()), filling: AtomicBool::new(false) }
+    pub fn new(size: usize, cgroups: Arc<CgroupSupport>) -> Self {
+        Pool { size, cgroups, slots: Mutex::new(Vec::new()), filling: AtomicBool::new(false) }
     }
 
     /// The policy agents are cloned and kept under for `network`.
@@ -105,7 +144,7 @@ impl Pool {
             };
             if taken.alive() {
                 if taken.idle
-                    && let Err(e) = set_normal_priority(taken.pid())
+                    && let Err(e) = normal_priority(taken.pid())
                 {
                     tracing::warn!(error = %e, "a warm agent could not be put back to normal priority");
                 }
@@ -150,10 +189,22 @@ impl Pool {
         while self.count(network) < self.size {
             let mut agent = spawn_agent(config, network)?;
             agent.idle = idle;
+            agent.enter_cgroup(&self.cgroups, "pool").map_err(|e| Error::io("move a warm agent into its cgroup", e))?;
             self.slots().push((network, agent));
         }
         Ok(())
     }
+}
+
+/// Puts every thread of the agent `pid` (its main and spawn threads: each
+/// has a policy of its own) back at normal priority.
+fn normal_priority(pid: i32) -> std::io::Result<()> {
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))?.flatten() {
+        if let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) {
+            set_normal_priority(tid)?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a thread put at idle priority can be put back (probed once, on

@@ -217,6 +217,11 @@ impl Sandbox for LocalSandbox {
         self.conn.delete(path).await
     }
 
+    async fn make_dir(&self, path: &str) -> Result<()> {
+        self.ready().await?;
+        self.conn.make_dir(path).await
+    }
+
     async fn set_env(&self, vars: BTreeMap<String, String>) -> Result<()> {
         self.ready().await?;
         self.conn.request(&Request::SetEnv { vars }, Vec::new()).await.map(drop)

@@ -36,6 +36,10 @@ pub enum Request {
     Delete {
         path: String,
     },
+    /// Creates a directory and its parents; one that exists is no error.
+    MakeDir {
+        path: String,
+    },
     /// Merges variables into the environment of every later process.
     SetEnv {
         vars: BTreeMap<String, String>,
@@ -209,11 +213,20 @@ pub struct InitConfig {
     /// headroom): opened before the root is built.
     #[serde(default)]
     pub command_cgroup: Option<String>,
+    /// The agent's spawn thread is in that cgroup already: commands forked
+    /// from it start there, and join it themselves only when it is full and
+    /// the agent forks them from its headroom instead.
+    #[serde(default)]
+    pub command_thread: bool,
     /// Network access enabled: the `eth0` of a veth pair the host created in
     /// the agent's network namespace, configured before privileges drop.
     #[serde(default)]
     pub veth: Option<VethInit>,
 }
+
+/// The name (`comm`) of the agent's spawn thread, which forks its commands:
+/// the host moves it into the sandbox's `commands` cgroup.
+pub const SPAWN_THREAD: &str = "rebyte-spawn";
 
 /// How the agent configures its end of an `enabled` sandbox's veth pair.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

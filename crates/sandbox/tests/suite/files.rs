@@ -26,6 +26,24 @@ async fn files_written_through_the_api_are_seen_by_commands_and_back() {
 }
 
 #[tokio::test]
+async fn make_dir_makes_parents_keeps_what_exists_and_stays_in_the_workspace() {
+    let sb = start("mkdir").await;
+    sb.make_dir("/workspace/outputs/sessions/s1").await.unwrap();
+    assert!(sb.host_path("outputs/sessions/s1").is_dir());
+    sb.write_file("outputs/sessions/s1/a.txt", b"kept".to_vec()).await.unwrap();
+    sb.make_dir("outputs/sessions/s1").await.unwrap();
+    assert_eq!(sb.read_file("outputs/sessions/s1/a.txt").await.unwrap(), b"kept", "an existing directory was kept");
+    let err = sb.make_dir("outputs/sessions/s1/a.txt").await.unwrap_err();
+    assert!(matches!(err, Error::InvalidPath { ref reason, .. } if reason == "is not a directory"), "{err}");
+    sh(&*sb.sandbox, "ln -s /etc out").await;
+    for path in ["out/new", "../x", "/tmp/x"] {
+        let err = sb.make_dir(path).await.err().unwrap_or_else(|| panic!("{path} was made"));
+        assert_eq!(err.http_status(), 400, "{path}: {err}");
+    }
+    assert!(!std::path::Path::new("/etc/new").exists());
+}
+
+#[tokio::test]
 async fn paths_that_escape_workspace_are_rejected_with_400() {
     let sb = start("escape").await;
     sh(&*sb.sandbox, "ln -s /etc out; ln -s ../../etc/passwd up; ln -s /etc/passwd abs; mkdir d").await;

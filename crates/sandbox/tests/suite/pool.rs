@@ -46,3 +46,49 @@ async fn an_agent_a_refill_cloned_at_idle_priority_runs_the_sandbox_at_normal_pr
     let refilled = start_on(&backend, "refill-b", |_| {}).await;
     assert_eq!(sh(&*refilled.sandbox, POLICY).await.trim(), "0 0", "the agent and its commands at SCHED_OTHER");
 }
+
+/// What a command holds of the agent's privileges and signal mask.
+const STATUS: &str =
+    "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|SigBlk):' /proc/self/status | tr -s '\\t ' ' '";
+
+/// The `pids` line of a `/proc/…/cgroup` (cgroup v1 only), if any.
+fn pids_line(cgroups: &str) -> Option<&str> {
+    cgroups.lines().find(|l| l.split(':').nth(1).is_some_and(|c| c.split(',').any(|c| c == "pids")))
+}
+
+#[tokio::test]
+async fn commands_start_in_the_commands_cgroup_and_hold_none_of_the_agents_privileges() {
+    let warm_backend = backend();
+    warm_backend.prewarm(NetworkPolicy::Disabled).await.unwrap();
+    let mut config = sandbox::LocalConfig::with_agent(env!("CARGO_BIN_EXE_rebyte-sandbox-agent"), vec![]);
+    config.warm_agents = 0;
+    let cold_backend = sandbox::LocalBackend::new(config);
+    let warm = start_on(&warm_backend, "spawn-warm", |s| s.limits.max_processes = Some(50)).await;
+    let cold = start_on(&cold_backend, "spawn-cold", |s| s.limits.max_processes = Some(50)).await;
+    for sb in [&warm, &cold] {
+        // Forked by the spawn thread, which locked itself down as the agent did.
+        let zero = "0000000000000000";
+        let expected = format!(
+            "SigBlk: {zero}\nCapInh: {zero}\nCapPrm: {zero}\nCapEff: {zero}\nCapBnd: {zero}\nCapAmb: {zero}\nNoNewPrivs: 1\nSeccomp: 2"
+        );
+        assert_eq!(sh(&*sb.sandbox, STATUS).await, expected, "{}", sb.id());
+        let own = sh(&*sb.sandbox, "cat /proc/self/cgroup").await;
+        let Some(line) = pids_line(&own).filter(|_| sb.cgroup_limits().1) else {
+            println!("skipped the cgroup half: no v1 pids cgroup");
+            continue;
+        };
+        assert!(line.contains(sb.id()) && line.ends_with("/commands"), "{line}");
+        // The agent's spawn thread alone is there; its main thread is in the sandbox's own.
+        let tasks = std::fs::read_dir(format!("/proc/{}/task", sb.agent_pid())).unwrap();
+        let mut threads = Vec::new();
+        for task in tasks.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap();
+            let cgroups = std::fs::read_to_string(task.path().join("cgroup")).unwrap();
+            threads.push((comm.trim().to_string(), pids_line(&cgroups).unwrap().to_string()));
+        }
+        threads.sort();
+        assert_eq!(threads.len(), 2, "{threads:?}");
+        assert!(threads.iter().any(|(c, l)| c == "rebyte-spawn" && l.ends_with("/commands")), "{threads:?}");
+        assert!(threads.iter().any(|(c, l)| c != "rebyte-spawn" && !l.ends_with("/commands")), "{threads:?}");
+    }
+}

@@ -36,6 +36,7 @@ async fn the_agent_serves_commands_over_tcp_for_a_remote_backend() {
         egress: None,
         dial_socket: None,
         command_cgroup: None,
+        command_thread: false,
         veth: None,
     };
     let init = Frame::json(Kind::Init, 0, &init, vec![]).unwrap();
