@@ -181,7 +181,6 @@ impl Images {
             Some(p) => p,
             None => self.pool.prepare(bytes)?,
         };
-        self.pool.refill(bytes);
         std::fs::rename(&prepared.img, &img).map_err(io("name a prepared disk image"))?;
         std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
         if let Err(e) = mounts::move_mount(&prepared.mnt, &dir) {
@@ -189,7 +188,8 @@ impl Images {
             mounts::detach(&prepared.mnt);
             image::mount(&img, &dir)?;
         }
-        let _ = std::fs::remove_dir(&prepared.mnt);
+        self.pool.retire(prepared.mnt);
+        self.pool.refill(bytes);
         Ok(true)
     }
 
@@ -264,7 +264,7 @@ impl Drop for Images {
         if open.contains(&self.root) {
             return;
         }
-        self.pool.clear();
+        self.pool.close();
         for mnt in mounts::below(&self.root).unwrap_or_default() {
             mounts::detach(&mnt);
         }

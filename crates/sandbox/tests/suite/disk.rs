@@ -2,7 +2,8 @@
 //! of its own, so a write past its size fails with ENOSPC inside its sandbox
 //! while another sandbox still writes; an image keeps its files and its size
 //! across a reopening (a restart), deleting it frees it, and a fork's layer
-//! made inside a deleted source's image keeps that image until the fork goes.
+//! made inside a deleted source's image keeps that image until the fork goes;
+//! closing the images while the pool refills leaves nothing mounted.
 
 use super::support::*;
 use sandbox::disk::Images;
@@ -156,4 +157,30 @@ async fn an_opening_detaches_the_images_of_a_killed_servers_deleted_data_directo
     let _opened = Images::open(again.path(), QUOTA).unwrap();
     assert!(!listed(&mount), "detached by the next opening");
     assert!(mounted(&live.path().join("env_live")), "a live root's image is left alone");
+}
+
+/// Closing the images while the pool refills (a take just started one):
+/// the image that refill finishes afterwards is discarded, so nothing is
+/// left mounted under the root and no prepared image stays on disk.
+#[tokio::test]
+async fn closing_while_the_pool_refills_leaves_no_image_mounted_or_on_disk() {
+    let root = tempfile::tempdir().unwrap();
+    let resolved = std::fs::canonicalize(root.path()).unwrap();
+    let images = Images::open(root.path(), QUOTA).unwrap();
+    // Takes the ready image and starts a refill (~35 ms of mkfs and mount).
+    images.ensure("env_c", QUOTA).await.unwrap();
+    drop(images);
+    // Longer than a refill's two images take.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    let under: Vec<&str> =
+        table.lines().filter_map(|l| l.split(' ').nth(4)).filter(|t| Path::new(t).starts_with(&resolved)).collect();
+    assert!(under.is_empty(), "still mounted under the root: {under:?}");
+    let pooled: Vec<String> = std::fs::read_dir(root.path().join(".images"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("pool-"))
+        .collect();
+    assert!(pooled.is_empty(), "prepared images left: {pooled:?}");
 }
