@@ -13,6 +13,7 @@
 use crate::record::now;
 use crate::setup_progress::{SetupProgress, Watch};
 use futures::future::{BoxFuture, FutureExt, Shared};
+use launch::{Launched, Unlaunched};
 use phases::Phases;
 use protocol::environment::{
     EnvironmentError, EnvironmentRecord, EnvironmentSetup, EnvironmentStatus, FileParam, NetworkAccess, SetupState,
@@ -29,6 +30,7 @@ use tokio::sync::broadcast;
 
 mod disk;
 mod fork;
+mod launch;
 mod phases;
 mod snapshot;
 
@@ -379,7 +381,13 @@ impl Environments {
         // sandbox over the same files without repeating it.
         let first = matches!(record.status, EnvironmentStatus::Pending | EnvironmentStatus::Initializing);
         let setup_spec = self.setup_spec(&record);
-        if first {
+        // The row is marked `initializing` while the disk and the sandbox
+        // are made (its write is off the first use's path); a failure is
+        // recorded after that write, so `failed` is the row's last word.
+        let marking = async {
+            if !first {
+                return Ok(());
+            }
             let setup = EnvironmentSetup::started(now(), u32::try_from(setup_spec.step_count()).unwrap_or(u32::MAX));
             progress.begin(setup.clone());
             self.update(org_id, env_id, |r| {
@@ -388,41 +396,22 @@ impl Environments {
                 r.setup_log = None;
             })
             .await
-            .map_err(store_err)?;
-        }
-        phases.mark("record");
-        self.give_disk(env_id, record.config.container_size.as_deref()).await?;
-        phases.mark("disk");
-        let dir = self.config.root.join(env_id.as_str());
-        let workspace = dir.join("workspace");
-        let home = dir.join("home");
-        for d in [&workspace, &home] {
-            std::fs::create_dir_all(d)
-                .map_err(|e| EnvFailure::new("sandbox_error", format!("cannot create {}: {e}", d.display())))?;
-        }
-        if first
-            && !record.skills.is_empty()
-            && let Err(e) = crate::environment_contents::install(self.store.as_ref(), org_id, &record, &dir).await
-        {
-            return Err(self.fail(org_id, env_id, &e.step, e.message, None, progress).await);
-        }
-        let mut spec = match self.sandbox_spec(env_id.as_str(), &record, &dir) {
-            Ok(spec) => spec,
-            Err(message) => return Err(self.fail(org_id, env_id, "sandbox", message, None, progress).await),
+            .map(|_| ())
         };
-        if !record.skills.is_empty() {
-            spec.read_only.push(crate::environment_contents::bind(&dir));
+        let (marked, launched) = tokio::join!(marking, self.launch(org_id, &record, first, &mut phases));
+        if let Err(e) = marked {
+            if let Ok(launched) = launched {
+                let _ = launched.sandbox.destroy().await;
+            }
+            return Err(store_err(e));
         }
-        let snapshot = if first { self.take_snapshot(&record, &dir).await } else { None };
-        if let Err(e) = self.layers.prepare(&dir, &mut spec) {
-            return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await);
-        }
-        phases.mark("prepare");
-        let sandbox = match self.backend.create(spec).await {
-            Ok(s) => s,
-            Err(e) => return Err(self.fail(org_id, env_id, "sandbox", e.to_string(), None, progress).await),
+        let Launched { sandbox, snapshot } = match launched {
+            Ok(launched) => launched,
+            Err(Unlaunched::Failed(e)) => return Err(e),
+            Err(Unlaunched::At(step, message)) => {
+                return Err(self.fail(org_id, env_id, &step, message, None, progress).await);
+            }
         };
-        phases.mark("sandbox");
         if first {
             let mut setup_spec = setup_spec;
             if let Err((step, message)) =
