@@ -221,7 +221,8 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     // Before the backend clones any agent: see `sandbox::disk`.
     let root = config.data_dir.join("environments");
     let disk = match std::fs::create_dir_all(&root) {
-        Ok(()) => sandbox::disk::Images::open(&root, config.environment_disk_gib << 30),
+        // An environment's directory holds `workspace/` and `home/` (engine::environments).
+        Ok(()) => sandbox::disk::Images::open_with(&root, config.environment_disk_gib << 30, &["workspace", "home"]),
         Err(e) => {
             tracing::warn!(path = %root.display(), error = %e, "environments have no disk quota");
             None

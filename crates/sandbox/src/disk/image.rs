@@ -17,17 +17,19 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
 }
 
 /// Creates the image file `img` of `bytes` (sparse: blocks are used as
-/// files are written) and formats it.
-pub(super) fn make(img: &Path, bytes: u64) -> Result<()> {
+/// files are written) and formats it, holding a copy of the directory
+/// `skeleton` when given (`mkfs -d`: the directories every environment
+/// starts with, made once here instead of on each first use).
+pub(super) fn make(img: &Path, bytes: u64, skeleton: Option<&Path>) -> Result<()> {
     let file = std::fs::File::create(img).map_err(|e| Error::io(format!("create {}", img.display()), e))?;
     file.set_len(bytes).map_err(|e| Error::io(format!("size {}", img.display()), e))?;
     drop(file);
-    let made = run(
-        Command::new("mkfs.ext4")
-            .args(["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"])
-            .arg(img),
-        "mkfs.ext4",
-    );
+    let mut mkfs = Command::new("mkfs.ext4");
+    mkfs.args(["-q", "-F", "-m", "0", "-E", "lazy_itable_init=1,lazy_journal_init=1,nodiscard"]);
+    if let Some(skeleton) = skeleton {
+        mkfs.arg("-d").arg(skeleton);
+    }
+    let made = run(mkfs.arg(img), "mkfs.ext4");
     if made.is_err() {
         let _ = std::fs::remove_file(img);
     }

@@ -62,11 +62,18 @@ impl Images {
     /// asked otherwise; none when `base_bytes` is 0 or the host cannot loop
     /// mount (a warning says why). Blocks for one image's preparation.
     pub fn open(root: &Path, base_bytes: u64) -> Option<Arc<Images>> {
+        Self::open_with(root, base_bytes, &[])
+    }
+
+    /// As [`Images::open`], each new image holding the (empty) directories
+    /// `skeleton` from the start: what every environment makes first,
+    /// made once per size instead of on each first use.
+    pub fn open_with(root: &Path, base_bytes: u64, skeleton: &[&str]) -> Option<Arc<Images>> {
         if base_bytes == 0 {
             tracing::info!("environments have no disk quota (--environment-disk-gib 0)");
             return None;
         }
-        match Self::try_open(root, base_bytes) {
+        match Self::try_open(root, base_bytes, skeleton) {
             Ok(images) => Some(images),
             Err(e) => {
                 tracing::warn!(
@@ -79,7 +86,7 @@ impl Images {
         }
     }
 
-    fn try_open(root: &Path, base: u64) -> Result<Arc<Images>> {
+    fn try_open(root: &Path, base: u64, skeleton: &[&str]) -> Result<Arc<Images>> {
         if !nix::unistd::geteuid().is_root() {
             return Err(Error::Create("not running as root".into()));
         }
@@ -92,7 +99,8 @@ impl Images {
         let pool_dir = root.join(IMAGES).join("pool");
         mounts::share(&root)?;
         mounts::private(&pool_dir)?;
-        let pool = Arc::new(Pool::new(root.join(IMAGES), pool_dir));
+        let skeleton = skeleton.iter().map(|d| d.to_string()).collect();
+        let pool = Arc::new(Pool::new(root.join(IMAGES), pool_dir, skeleton));
         // A killed server's prepared images, and the mounts of killed servers
         // whose data directories were deleted since.
         pool.clear();

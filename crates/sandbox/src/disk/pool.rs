@@ -37,6 +37,8 @@ pub(super) const PREFIX: &str = "pool-";
 pub(super) struct Pool {
     files: PathBuf,
     dir: PathBuf,
+    /// Directories every image starts with (in its master).
+    skeleton: Vec<String>,
     ready: Mutex<HashMap<u64, Vec<Prepared>>>,
     /// Sizes a thread is filling now.
     filling: Mutex<Vec<u64>>,
@@ -50,10 +52,11 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    pub fn new(files: PathBuf, dir: PathBuf) -> Self {
+    pub fn new(files: PathBuf, dir: PathBuf, skeleton: Vec<String>) -> Self {
         Pool {
             files,
             dir,
+            skeleton,
             ready: Mutex::default(),
             filling: Mutex::default(),
             masters: Mutex::default(),
@@ -70,7 +73,15 @@ impl Pool {
         if !master.exists() {
             // Formatted under another name: a master is whole or absent.
             let making = self.files.join(format!("{PREFIX}making-{bytes}.img"));
-            image::make(&making, bytes)?;
+            let skeleton = self.files.join(format!("skeleton-{bytes}"));
+            let _ = std::fs::remove_dir_all(&skeleton);
+            for d in &self.skeleton {
+                let d = skeleton.join(d);
+                std::fs::create_dir_all(&d).map_err(|e| crate::Error::io(format!("create {}", d.display()), e))?;
+            }
+            let made = image::make(&making, bytes, (!self.skeleton.is_empty()).then_some(skeleton.as_path()));
+            let _ = std::fs::remove_dir_all(&skeleton);
+            made?;
             std::fs::rename(&making, &master).map_err(|e| crate::Error::io("name a disk image's master", e))?;
         }
         Ok(master)

@@ -3,7 +3,8 @@
 //! while another sandbox still writes; an image keeps its files and its size
 //! across a reopening (a restart), deleting it frees it, and a fork's layer
 //! made inside a deleted source's image keeps that image until the fork goes;
-//! closing the images while the pool refills leaves nothing mounted.
+//! closing the images while the pool refills leaves nothing mounted; new
+//! images start with the skeleton's directories.
 
 use super::support::*;
 use sandbox::disk::Images;
@@ -183,4 +184,25 @@ async fn closing_while_the_pool_refills_leaves_no_image_mounted_or_on_disk() {
         .filter(|n| n.starts_with("pool-"))
         .collect();
     assert!(pooled.is_empty(), "prepared images left: {pooled:?}");
+}
+
+/// Images opened with a skeleton start with its directories, empty, on the
+/// pool's first image and on the copies a refill makes after it, and every
+/// environment's image is its own (a file made in one is not in the next).
+#[tokio::test]
+async fn every_new_image_starts_with_the_skeletons_directories_and_nothing_else() {
+    let root = tempfile::tempdir().unwrap();
+    let images = Images::open_with(root.path(), QUOTA, &["workspace", "home"]).unwrap();
+    for id in ["env_s1", "env_s2", "env_s3"] {
+        assert!(images.ensure(id, QUOTA).await.unwrap(), "{id} has an image");
+        let dir = root.path().join(id);
+        let mut names: Vec<String> =
+            std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        assert_eq!(names, ["home", "workspace"], "{id}");
+        assert!(std::fs::read_dir(dir.join("workspace")).unwrap().next().is_none(), "{id}'s workspace is empty");
+        std::fs::write(dir.join("workspace/mine"), id).unwrap();
+        // Let the refill copy the next images (it waits 15 ms first).
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
 }
