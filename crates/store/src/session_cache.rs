@@ -9,87 +9,21 @@
 //! another node's commit reaches this one's cache only when its notice is
 //! heard, which a client reading here right after writing there can beat.
 
+use crate::read_cache::{Keyed, ReadCache};
 use protocol::ids::SessionId;
 use protocol::session::{SessionRecord, SessionState};
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Entries kept at most; past that the cache starts over.
-const CAPACITY: usize = 50_000;
+/// The cache of sessions.
+pub type SessionCache = ReadCache<SessionRecord>;
 
-#[derive(Default)]
-struct Inner {
-    entries: HashMap<SessionId, (String, SessionRecord)>,
-    /// Bumped by every invalidation.
-    generation: u64,
-}
-
-impl Inner {
-    /// Caches `record`, starting over when full.
-    fn insert(&mut self, org_id: &str, record: &SessionRecord) {
-        if self.entries.len() >= CAPACITY {
-            self.entries.clear();
-        }
-        self.entries.insert(record.id, (org_id.to_string(), record.clone()));
+impl Keyed for SessionRecord {
+    type Key = SessionId;
+    fn key(&self) -> SessionId {
+        self.id
     }
 }
 
-/// The cache.
-#[derive(Default)]
-pub struct SessionCache {
-    inner: Mutex<Inner>,
-    /// Other nodes write the same sessions: every read goes to the database.
-    shared: AtomicBool,
-}
-
-impl std::fmt::Debug for SessionCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SessionCache").field("entries", &self.lock().entries.len()).finish()
-    }
-}
-
-impl SessionCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Whether other nodes share the database: while they do, nothing is
-    /// served from the cache (and it starts over when that changes).
-    pub fn set_shared(&self, shared: bool) {
-        if self.shared.swap(shared, Ordering::SeqCst) != shared {
-            self.clear();
-        }
-    }
-
-    /// The cached record, or the generation to pass to [`Self::fill`].
-    pub fn get(&self, org_id: &str, id: SessionId) -> Result<SessionRecord, u64> {
-        let inner = self.lock();
-        if self.shared.load(Ordering::SeqCst) {
-            return Err(inner.generation);
-        }
-        match inner.entries.get(&id) {
-            Some((org, record)) if org == org_id => Ok(record.clone()),
-            _ => Err(inner.generation),
-        }
-    }
-
-    /// Caches a record read from the store, unless a write happened since `generation`.
-    pub fn fill(&self, org_id: &str, record: &SessionRecord, generation: u64) {
-        let mut inner = self.lock();
-        if inner.generation != generation {
-            return;
-        }
-        inner.insert(org_id, record);
-    }
-
-    /// Caches a record whose creation just committed: nothing can have
-    /// written it before, so no generation is needed (the read right after a
-    /// create, which every create's answer makes, then needs no query).
-    pub fn created(&self, org_id: &str, record: &SessionRecord) {
-        self.lock().insert(org_id, record);
-    }
-
+impl ReadCache<SessionRecord> {
     /// Applies the engine's committed state writes to cached records (as the
     /// store applied them to the stored documents), so the next read of a
     /// session that just ran a turn needs no trip to SQLite.
@@ -102,22 +36,6 @@ impl SessionCache {
                 record.set_state(state.clone());
             }
         }
-        inner.generation += 1;
-    }
-
-    /// Forgets sessions after a write to them committed.
-    pub fn invalidate(&self, ids: impl IntoIterator<Item = SessionId>) {
-        let mut inner = self.lock();
-        for id in ids {
-            inner.entries.remove(&id);
-        }
-        inner.generation += 1;
-    }
-
-    /// Forgets every session (changes made elsewhere may have been missed).
-    pub fn clear(&self) {
-        let mut inner = self.lock();
-        inner.entries.clear();
         inner.generation += 1;
     }
 }
@@ -137,17 +55,17 @@ mod tests {
     fn a_read_that_raced_a_write_does_not_fill_the_cache() {
         let cache = SessionCache::default();
         let id = SessionId::new();
-        let generation = cache.get("org", id).unwrap_err();
+        let generation = cache.get("org", &id).unwrap_err();
         // A write commits and invalidates while the read was in flight.
         cache.invalidate([id]);
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
-        assert!(cache.get("org", id).is_err(), "the stale read was not cached");
-        let generation = cache.get("org", id).unwrap_err();
+        assert!(cache.get("org", &id).is_err(), "the stale read was not cached");
+        let generation = cache.get("org", &id).unwrap_err();
         cache.fill("org", &record(id, SessionStatus::InProgress), generation);
-        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::InProgress);
-        assert!(cache.get("other-org", id).is_err(), "another organization never sees it");
+        assert_eq!(cache.get("org", &id).unwrap().status, SessionStatus::InProgress);
+        assert!(cache.get("other-org", &id).is_err(), "another organization never sees it");
         cache.invalidate([id]);
-        assert!(cache.get("org", id).is_err());
+        assert!(cache.get("org", &id).is_err());
     }
 
     #[test]
@@ -155,37 +73,37 @@ mod tests {
         let cache = SessionCache::default();
         let id = SessionId::new();
         cache.created("org", &record(id, SessionStatus::Idle));
-        assert!(cache.get("org", id).is_ok());
+        assert!(cache.get("org", &id).is_ok());
         cache.set_shared(true);
-        assert!(cache.get("org", id).is_err(), "another node may have changed it");
-        let generation = cache.get("org", id).unwrap_err();
+        assert!(cache.get("org", &id).is_err(), "another node may have changed it");
+        let generation = cache.get("org", &id).unwrap_err();
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
-        assert!(cache.get("org", id).is_err());
+        assert!(cache.get("org", &id).is_err());
         // Alone again: it starts over, and fills as before.
         cache.set_shared(false);
-        assert!(cache.get("org", id).is_err(), "what was kept meanwhile is dropped");
-        let generation = cache.get("org", id).unwrap_err();
+        assert!(cache.get("org", &id).is_err(), "what was kept meanwhile is dropped");
+        let generation = cache.get("org", &id).unwrap_err();
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
-        assert!(cache.get("org", id).is_ok());
+        assert!(cache.get("org", &id).is_ok());
     }
 
     #[test]
     fn committed_state_writes_update_the_cached_record() {
         let cache = SessionCache::default();
         let id = SessionId::new();
-        let generation = cache.get("org", id).unwrap_err();
+        let generation = cache.get("org", &id).unwrap_err();
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
         let mut state = record(id, SessionStatus::InProgress).state();
         state.last_active_at = 42;
         // Another organization's write names the same id: not applied.
         cache.set_states([("other-org", id, &record(id, SessionStatus::Failed).state())]);
-        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::Idle);
-        let generation = cache.get("org", SessionId::new()).unwrap_err();
+        assert_eq!(cache.get("org", &id).unwrap().status, SessionStatus::Idle);
+        let generation = cache.get("org", &SessionId::new()).unwrap_err();
         cache.set_states([("org", id, &state)]);
-        let cached = cache.get("org", id).unwrap();
+        let cached = cache.get("org", &id).unwrap();
         assert_eq!((cached.status, cached.last_active_at), (SessionStatus::InProgress, 42));
         // A read that raced the write still does not fill.
         cache.fill("org", &record(id, SessionStatus::Idle), generation);
-        assert_eq!(cache.get("org", id).unwrap().status, SessionStatus::InProgress);
+        assert_eq!(cache.get("org", &id).unwrap().status, SessionStatus::InProgress);
     }
 }

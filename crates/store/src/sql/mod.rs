@@ -37,21 +37,27 @@ mod vaults;
 
 pub(crate) use doc::{Doc, keep_state, set_state};
 
+use crate::read_cache::ReadCache;
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
+use protocol::agent::AgentRecord;
 use protocol::ids::{EnvironmentId, SessionId, TurnId};
 use std::sync::Arc;
 
-/// A store over one database: the backend's pool and the session read cache.
+/// A store over one database: the backend's pool and the read caches of
+/// sessions and agents.
 #[derive(Debug, Clone)]
 pub struct SqlStore<B> {
     pub(crate) db: B,
     pub(crate) sessions: Arc<SessionCache>,
+    /// Agents as a session's create reads them (`agent_id`); served only
+    /// while no other node shares the database (the sessions' cache knows).
+    pub(crate) agents: Arc<ReadCache<AgentRecord>>,
 }
 
 impl<B> SqlStore<B> {
     pub(crate) fn new(db: B) -> Self {
-        Self { db, sessions: Default::default() }
+        Self { db, sessions: Default::default(), agents: Default::default() }
     }
 }
 

@@ -124,11 +124,25 @@ impl<B: Backend> SqlStore<B> {
             .bind(org_id)
             .bind(agent.version)
             .bind(doc.clone());
-        self.db.transaction(&insert, &[agent_version(agent, &doc)]).await.map(drop)
+        self.db.transaction(&insert, &[agent_version(agent, &doc)]).await?;
+        self.agents.created(org_id, agent);
+        Ok(())
     }
 
     pub(crate) async fn get_agent_impl(&self, org_id: &str, id: &str) -> Result<Option<AgentRecord>> {
-        self.doc(Sql::new("SELECT doc FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id)).await
+        // Another node may change an agent: while one shares the database,
+        // every read goes to it (and what was cached before is dropped).
+        self.agents.set_shared(self.sessions.is_shared());
+        let generation = match self.agents.get(org_id, &id.to_string()) {
+            Ok(record) => return Ok(Some(record)),
+            Err(generation) => generation,
+        };
+        let sql = Sql::new("SELECT doc FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        let record: Option<AgentRecord> = self.doc(sql).await?;
+        if let Some(record) = &record {
+            self.agents.fill(org_id, record, generation);
+        }
+        Ok(record)
     }
 
     pub(crate) async fn update_agent_impl(&self, org_id: &str, agent: &AgentRecord) -> Result<bool> {
@@ -140,7 +154,9 @@ impl<B: Backend> SqlStore<B> {
                 .bind(agent.id.as_str())
                 .bind(org_id)
                 .bind(agent.version - 1);
-        Ok(self.db.transaction(&update, &[agent_version(agent, &doc)]).await? > 0)
+        let updated = self.db.transaction(&update, &[agent_version(agent, &doc)]).await;
+        self.agents.invalidate([agent.id.clone()]);
+        Ok(updated? > 0)
     }
 
     pub(crate) async fn list_agents_impl(&self, org_id: &str, page: &PageRequest) -> Result<Page<AgentRecord>> {
@@ -150,6 +166,8 @@ impl<B: Backend> SqlStore<B> {
     pub(crate) async fn delete_agent_impl(&self, org_id: &str, id: &str) -> Result<bool> {
         let delete = Sql::new("DELETE FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
         let versions = Sql::new("DELETE FROM agent_versions WHERE agent_id = $1").bind(id);
-        Ok(self.db.transaction(&delete, &[versions]).await? > 0)
+        let deleted = self.db.transaction(&delete, &[versions]).await;
+        self.agents.invalidate([id.to_string()]);
+        Ok(deleted? > 0)
     }
 }

@@ -98,8 +98,9 @@ impl<B: Exec> SqlStore<B> {
             };
             then.push(sql);
         }
-        // The session read cache holds documents with the old values.
+        // The read caches hold documents with the old values.
         self.sessions.clear();
+        self.agents.clear();
         Ok(self.db.transaction(&first, &then).await? > 0)
     }
 }

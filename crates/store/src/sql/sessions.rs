@@ -21,7 +21,7 @@ impl<B: Backend> SqlStore<B> {
     }
 
     pub(crate) async fn get_session_impl(&self, org_id: &str, id: SessionId) -> Result<Option<SessionRecord>> {
-        let generation = match self.sessions.get(org_id, id) {
+        let generation = match self.sessions.get(org_id, &id) {
             Ok(record) => return Ok(Some(record)),
             Err(generation) => generation,
         };

@@ -1,11 +1,12 @@
 //! The nodes of a cluster (PostgreSQL): registration, a second start under a
 //! live node's id refused, distinct slots, heartbeats, a clean leave and a
-//! crashed node's id taken over.
+//! crashed node's id taken over; an agent changed through another node is
+//! read fresh.
 //! SQLite has no cluster: one process uses its file.
 
 use super::backend::{Backend, Kind};
 use super::contract;
-use super::records::{event_write, org, stored_session};
+use super::records::{agent, event_write, org, stored_session};
 use protocol::ids::SessionId;
 use std::time::Duration;
 use store::cluster::leases::InboxEntry;
@@ -16,6 +17,7 @@ use tokio::sync::broadcast;
 contract!(nodes_register_under_distinct_ids_and_a_live_id_is_refused);
 contract!(a_lease_holds_a_session_for_one_node_and_notices_carry_what_others_commit);
 contract!(writes_made_under_a_lease_commit_only_while_the_lease_is_still_this_nodes);
+contract!(an_agent_a_node_has_read_is_read_fresh_after_another_node_changes_it);
 
 /// The next notice `rx` hears that `want` picks, within 5 s.
 async fn hear(rx: &mut broadcast::Receiver<Heard>, want: impl Fn(&Heard) -> bool) -> Heard {
@@ -148,6 +150,27 @@ async fn writes_made_under_a_lease_commit_only_while_the_lease_is_still_this_nod
     assert_eq!(stored.len(), 3, "nothing of the refused batch's writes to the session: {stored:?}");
     assert_eq!(b.store.events_after(free, 0, 10).await.unwrap().len(), 1, "other sessions' writes commit");
     assert!(c.release(fenced, taken[0].lease.epoch).await.is_ok());
+}
+
+/// The agents' read cache serves nothing while another node shares the
+/// database: an agent read (and cached) through one node, then changed
+/// through another, is read as changed through the first.
+async fn an_agent_a_node_has_read_is_read_fresh_after_another_node_changes_it(b: &Backend) {
+    let Some(a) = b.store.join_cluster(&node("a", 1)).await.unwrap() else {
+        assert_eq!(b.kind, Kind::Sqlite);
+        return;
+    };
+    let mut a_hears = a.notices();
+    let org_id = org(b.store.as_ref(), "o").await;
+    b.store.create_agent(&org_id, &agent("agent_1")).await.unwrap();
+    assert_eq!(b.store.get_agent(&org_id, "agent_1").await.unwrap().unwrap().version, 1);
+    let other = store::open(&b.url).await.unwrap();
+    let c = other.join_cluster(&node("c", 2)).await.unwrap().unwrap();
+    hear(&mut a_hears, |h| h.notice == Notice::Joined && h.from == Some(c.slot())).await;
+    let mut updated = agent("agent_1");
+    updated.version = 2;
+    assert!(other.update_agent(&org_id, &updated).await.unwrap());
+    assert_eq!(b.store.get_agent(&org_id, "agent_1").await.unwrap().unwrap().version, 2, "not the cached version 1");
 }
 
 fn node(id: &str, port: u16) -> NodeSpec {
