@@ -168,7 +168,7 @@ async fn closing_while_the_pool_refills_leaves_no_image_mounted_or_on_disk() {
     let root = tempfile::tempdir().unwrap();
     let resolved = std::fs::canonicalize(root.path()).unwrap();
     let images = Images::open(root.path(), QUOTA).unwrap();
-    // Takes the ready image and starts a refill (~35 ms of mkfs and mount).
+    // Takes the ready image and starts a refill (a copy and a mount).
     images.ensure("env_c", QUOTA).await.unwrap();
     drop(images);
     // Longer than a refill's two images take.

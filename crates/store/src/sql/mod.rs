@@ -37,7 +37,7 @@ mod vaults;
 
 pub(crate) use doc::{Doc, keep_state, set_state};
 
-use crate::read_cache::ReadCache;
+use crate::read_cache::{Keyed, ReadCache};
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
 use protocol::agent::AgentRecord;
@@ -242,6 +242,27 @@ impl<B: Exec> SqlStore<B> {
     /// The first document of `sql`, parsed.
     pub(crate) async fn doc<T: serde::de::DeserializeOwned>(&self, sql: Sql) -> Result<Option<T>> {
         self.fetch_optional::<(Doc,)>(sql).await?.map(|(d,)| d.parse()).transpose()
+    }
+
+    /// Record `id` of `org_id` from `cache`, or the document of the
+    /// statement `sql` makes (only on a miss), parsed and cached unless a
+    /// write raced the read.
+    pub(crate) async fn cached_doc<T: Keyed + serde::de::DeserializeOwned>(
+        &self,
+        cache: &ReadCache<T>,
+        org_id: &str,
+        id: &T::Key,
+        sql: impl FnOnce() -> Sql,
+    ) -> Result<Option<T>> {
+        let generation = match cache.get(org_id, id) {
+            Ok(record) => return Ok(Some(record)),
+            Err(generation) => generation,
+        };
+        let record: Option<T> = self.doc(sql()).await?;
+        if let Some(record) = &record {
+            cache.fill(org_id, record, generation);
+        }
+        Ok(record)
     }
 
     /// Whether `sql` affected a row.

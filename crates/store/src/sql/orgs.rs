@@ -133,16 +133,8 @@ impl<B: Backend> SqlStore<B> {
         // Another node may change an agent: while one shares the database,
         // every read goes to it (and what was cached before is dropped).
         self.agents.set_shared(self.sessions.is_shared());
-        let generation = match self.agents.get(org_id, &id.to_string()) {
-            Ok(record) => return Ok(Some(record)),
-            Err(generation) => generation,
-        };
-        let sql = Sql::new("SELECT doc FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
-        let record: Option<AgentRecord> = self.doc(sql).await?;
-        if let Some(record) = &record {
-            self.agents.fill(org_id, record, generation);
-        }
-        Ok(record)
+        let sql = || Sql::new("SELECT doc FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        self.cached_doc(&self.agents, org_id, &id.to_string(), sql).await
     }
 
     pub(crate) async fn update_agent_impl(&self, org_id: &str, agent: &AgentRecord) -> Result<bool> {

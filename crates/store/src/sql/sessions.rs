@@ -21,16 +21,8 @@ impl<B: Backend> SqlStore<B> {
     }
 
     pub(crate) async fn get_session_impl(&self, org_id: &str, id: SessionId) -> Result<Option<SessionRecord>> {
-        let generation = match self.sessions.get(org_id, &id) {
-            Ok(record) => return Ok(Some(record)),
-            Err(generation) => generation,
-        };
-        let sql = Sql::new("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
-        let record: Option<SessionRecord> = self.doc(sql).await?;
-        if let Some(record) = &record {
-            self.sessions.fill(org_id, record, generation);
-        }
-        Ok(record)
+        let sql = || Sql::new("SELECT doc FROM sessions WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
+        self.cached_doc(&self.sessions, org_id, &id, sql).await
     }
 
     pub(crate) async fn put_session_impl(&self, org_id: &str, session: &SessionRecord) -> Result<bool> {
