@@ -131,7 +131,7 @@ impl Bus {
         let mut events = Vec::with_capacity(bodies.len());
         for body in bodies {
             let seq = self.clock.next();
-            let event = Arc::new(Event { event_id: EventId::from_seq(seq), body });
+            let event = Arc::new(Event::new(EventId::from_seq(seq), body));
             self.journal.write(Write::Event { session_id, event: Arc::clone(&event) });
             events.push(event);
         }

@@ -41,7 +41,7 @@ impl Fixture {
         let body = EventBody::Error { session_id: self.session, error };
         Write::Event {
             session_id: self.session,
-            event: Arc::new(Event { event_id: protocol::ids::EventId::from_seq(seq), body }),
+            event: Arc::new(Event::new(protocol::ids::EventId::from_seq(seq), body)),
         }
     }
 

@@ -10,12 +10,42 @@ use serde_json::Value;
 
 /// One event of a session's stream. `event_id` is unique and ordered; a
 /// reconnecting client sends the last one it saw as `Last-Event-ID`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+///
+/// An event is written once and read many times (the store, then every live
+/// subscriber's stream): its JSON is made on first use and kept
+/// ([`Event::json`]), so an event is not changed once it is shared.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     #[schemars(with = "String")]
     pub event_id: crate::ids::EventId,
     #[serde(flatten)]
     pub body: EventBody,
+    #[serde(skip)]
+    #[schemars(skip)]
+    json: std::sync::OnceLock<std::sync::Arc<str>>,
+}
+
+impl Event {
+    /// The event `event_id` saying `body`.
+    pub fn new(event_id: crate::ids::EventId, body: EventBody) -> Self {
+        Self { event_id, body, json: std::sync::OnceLock::new() }
+    }
+
+    /// Its JSON (what the store keeps and a stream sends), made once.
+    pub fn json(&self) -> Result<std::sync::Arc<str>, serde_json::Error> {
+        if let Some(json) = self.json.get() {
+            return Ok(std::sync::Arc::clone(json));
+        }
+        let json: std::sync::Arc<str> = serde_json::to_string(self)?.into();
+        // Another thread may have made it meanwhile: the same text.
+        Ok(std::sync::Arc::clone(self.json.get_or_init(|| json)))
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        self.event_id == other.event_id && self.body == other.body
+    }
 }
 
 /// The error payload of an `error` event.

@@ -11,7 +11,8 @@
 //!   measures only this, `BENCH_RUNS` times, `BENCH_TRACE=1` prints each run);
 //! - the server's own CPU time per step over the same turn (less sensitive to
 //!   a busy machine than the wall time; `BENCH_ONLY=steps` measures only the turn);
-//! - 1,000 concurrent subscribers: all receive every event; server RSS.
+//! - 1,000 concurrent subscribers: all receive every event; the server's CPU
+//!   time for it and its RSS (`BENCH_ONLY=fanout` measures only this).
 //!
 //! Run: `cargo bench -p rebyte --bench turns`.
 
@@ -222,7 +223,35 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> First
     }
 }
 
-async fn subscribers(client: &Client, model: &ModelServer, server: &Server, count: usize) -> (usize, usize, u64, u64) {
+/// What the broadcast to many subscribers showed.
+struct Fanout {
+    complete: usize,
+    events: usize,
+    rss_idle: u64,
+    rss_peak: u64,
+    /// The server's CPU time from the input to the last subscriber's last event.
+    cpu: Duration,
+}
+
+impl Fanout {
+    fn print(&self) {
+        let Fanout { complete, events, rss_idle, rss_peak, cpu } = self;
+        println!("| 1,000 subscribers: got every event ({events} each) | {complete}/1000 | | | 1000/1000 |");
+        println!(
+            "| the server's CPU time for that turn's {} events to 1,000 subscribers | {:.1} ms | | {:.1} µs per event sent | |",
+            events,
+            ms(*cpu),
+            cpu.as_secs_f64() * 1e6 / (events * 1000) as f64
+        );
+        println!(
+            "| server RSS with 1,000 subscribers (idle / peak) | {:.1} / {:.1} MiB | | | ≤ 200 MiB |",
+            *rss_idle as f64 / 1024.0,
+            *rss_peak as f64 / 1024.0
+        );
+    }
+}
+
+async fn subscribers(client: &Client, model: &ModelServer, server: &Server, count: usize) -> Fanout {
     let sid = client.session(json!({"model": "bench-model"})).await;
     let mut tasks = Vec::new();
     let (ready_tx, mut ready_rx) = tokio::sync::mpsc::channel::<()>(count);
@@ -248,14 +277,16 @@ async fn subscribers(client: &Client, model: &ModelServer, server: &Server, coun
     }
     let rss_idle = rss_kib(server.child.id(), "VmRSS:");
     model.push(Step::text("an answer for everyone, streamed in many small pieces").chunks(40));
+    let cpu = cpu_time(server.child.id());
     client.send(&sid, "broadcast").await;
     let mut counts = Vec::new();
     for t in tasks {
         counts.push(t.await.unwrap());
     }
+    let cpu = cpu_time(server.child.id()) - cpu;
     let expected = counts[0];
     let complete = counts.iter().filter(|c| **c == expected).count();
-    (complete, expected, rss_idle, rss_kib(server.child.id(), "VmHWM:"))
+    Fanout { complete, events: expected, rss_idle, rss_peak: rss_kib(server.child.id(), "VmHWM:"), cpu }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -292,6 +323,11 @@ async fn main() {
         ms(cpu),
         ms(cpu) / steps as f64
     );
+    // BENCH_ONLY=fanout measures just the broadcast to 1,000 subscribers.
+    if std::env::var("BENCH_ONLY").is_ok_and(|m| m == "fanout") {
+        subscribers(&client, &model, &server, 1000).await.print();
+        return;
+    }
     // BENCH_ONLY=steps measures just the long turn.
     if std::env::var("BENCH_ONLY").is_ok_and(|m| m == "steps") {
         println!(
@@ -304,7 +340,7 @@ async fn main() {
         return;
     }
     let fd = first_delta(&client, &model, 50).await;
-    let (complete, events, rss_idle, rss_peak) = subscribers(&client, &model, &server, 1000).await;
+    let fanout = subscribers(&client, &model, &server, 1000).await;
 
     println!("| measure | rebyte | raw upstream | added | target |");
     println!("| --- | --- | --- | --- | --- |");
@@ -327,10 +363,5 @@ async fn main() {
         ms(fd.raw_net),
         ms(fd.through_net) - ms(fd.raw_net)
     );
-    println!("| 1,000 subscribers: got every event ({events} each) | {complete}/1000 | | | 1000/1000 |");
-    println!(
-        "| server RSS with 1,000 subscribers (idle / peak) | {:.1} / {:.1} MiB | | | ≤ 200 MiB |",
-        rss_idle as f64 / 1024.0,
-        rss_peak as f64 / 1024.0
-    );
+    fanout.print();
 }

@@ -260,7 +260,7 @@ impl<'a> Rows<'a> {
                 Write::Event { session_id, event } => {
                     rows.event_seqs.push(event.event_id.seq());
                     rows.event_sessions.push(session_id.to_string());
-                    rows.event_docs.push(json(event.as_ref())?);
+                    rows.event_docs.push(event.json().map_err(|e| sqlx::Error::Encode(Box::new(e)))?.to_string());
                 }
             }
         }

@@ -125,7 +125,7 @@ fn apply(conn: &Connection, write: &Write) -> Result<()> {
         ),
         Write::Event { session_id, event } => run(
             "INSERT INTO events (seq, session_id, doc) VALUES (?, ?, ?)",
-            params![event.event_id.seq(), session_id.to_string(), serde_json::to_string(event.as_ref())?],
+            params![event.event_id.seq(), session_id.to_string(), event.json()?.as_ref()],
         ),
     }
 }

@@ -67,9 +67,9 @@ pub fn message(turn_id: TurnId, text: &str) -> Item {
 }
 
 pub fn event(seq: i64, session_id: SessionId, delta: &str) -> Event {
-    Event {
-        event_id: protocol::ids::EventId::from_seq(seq),
-        body: EventBody::OutputTextDelta {
+    Event::new(
+        protocol::ids::EventId::from_seq(seq),
+        EventBody::OutputTextDelta {
             session_id,
             turn_id: TurnId::from_uuid(Uuid::nil()),
             item_id: "i".into(),
@@ -77,7 +77,7 @@ pub fn event(seq: i64, session_id: SessionId, delta: &str) -> Event {
             content_index: 0,
             delta: delta.into(),
         },
-    }
+    )
 }
 
 pub fn turn_write(org_id: &str, turn: &Turn) -> Write {
