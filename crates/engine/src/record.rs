@@ -206,6 +206,24 @@ impl Recorder {
         session: SessionStatus,
         actions: Vec<serde_json::Value>,
     ) -> Result<()> {
+        let events = self.status_events(turn, session, actions);
+        self.emit(events).await
+    }
+
+    /// [`Self::set_status`] with its writes and events only queued: whoever
+    /// flushes the journal next commits them.
+    pub fn set_status_queued(&mut self, turn: TurnStatus, session: SessionStatus) {
+        let events = self.status_events(turn, session, Vec::new());
+        self.bus.queue(self.session.id, events);
+    }
+
+    /// Writes the turn's status and the session's; the events that say so.
+    fn status_events(
+        &mut self,
+        turn: TurnStatus,
+        session: SessionStatus,
+        actions: Vec<serde_json::Value>,
+    ) -> Vec<EventBody> {
         self.turn.status = turn;
         if turn == TurnStatus::InProgress && self.started.is_none() {
             self.started = Some(Instant::now());
@@ -238,7 +256,7 @@ impl Recorder {
             TurnStatus::InProgress => Some(EventBody::TurnInProgress { session_id: sid, turn_id: tid, turn: t }),
             _ => None,
         };
-        self.emit(turn_event.into_iter().chain([session_event]).collect()).await
+        turn_event.into_iter().chain([session_event]).collect()
     }
 
     /// Ends the turn: completed, failed (with its error) or cancelled; the

@@ -59,6 +59,8 @@ struct Queued {
     /// A turn a previous process left waiting, revived: it waits again.
     resumed: bool,
     prepared: Option<Prepared>,
+    /// Told once the worker takes the turn up (see [`Engine::submit_here`]).
+    started: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// A session's queue and its running turn.
@@ -221,6 +223,7 @@ impl Engine {
         // Committed by the flush below, once the worker is on its way.
         self.inner.bus.queue(session.id, events);
         let turn_id = turn.id;
+        let (started_tx, started) = tokio::sync::oneshot::channel();
         // The worker starts from the turn and input in memory while the
         // journal commits them: the model is asked at once, and the caller
         // hears of the turn only once it is durable.
@@ -232,6 +235,7 @@ impl Engine {
             before,
             resumed: false,
             prepared: None,
+            started: Some(started_tx),
         };
         let start = {
             let mut slots = self.slots();
@@ -243,6 +247,11 @@ impl Engine {
             let engine = self.clone();
             let session_id = session.id;
             tokio::spawn(async move { engine.work(session_id).await });
+            // The worker goes first: it asks the model before this commit
+            // takes a core (on a small machine the commit would otherwise
+            // delay the model's request by its own length). A worker that
+            // stops early drops the sender, which ends the wait too.
+            let _ = started.await;
         }
         self.flush().await?;
         self.written(session.id, before)?;
@@ -385,6 +394,7 @@ impl Engine {
             before: self.inner.journal.position(),
             resumed: true,
             prepared: Some(Prepared { cancel, results }),
+            started: None,
         };
         let start = {
             let mut slots = self.slots();
@@ -582,7 +592,7 @@ impl Engine {
         cancel: CancellationToken,
         results: mpsc::UnboundedReceiver<Answer>,
     ) -> Result<()> {
-        let Queued { org_id, turn, input, before, resumed, .. } = queued;
+        let Queued { org_id, turn, input, before, resumed, started, .. } = queued;
         let org_id = org_id.as_str();
         // Earlier turns' writes are this one's history; its own may still be
         // committing (the submission waits for those).
@@ -611,8 +621,18 @@ impl Engine {
             let outputs = crate::recovery::output_items(own);
             rec.resume_at(outputs.len() as i64);
             resume = crate::waiting::pending_from(&rec.session.required_actions, &outputs);
-        } else {
-            rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
+        }
+        // A turn with nothing to set up before its model call (no
+        // environment, no MCP server) leaves its first commit to the
+        // submission, once the model has its request (see `submit_here`);
+        // any other turn lets the submission commit now.
+        let quick = rec.session.environment.id().is_none() && crate::mcp_connect::no_mcp_servers(&rec.session);
+        let sent = started.filter(|_| quick && !resumed);
+        if !resumed {
+            rec.set_status_queued(TurnStatus::InProgress, SessionStatus::InProgress);
+            if sent.is_none() {
+                rec.emit(Vec::new()).await?;
+            }
         }
         let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
             Ok(m) => m,
@@ -655,7 +675,7 @@ impl Engine {
         });
         let series = self.inner.metrics.model(&rec.session.agent.config.model);
         let encoded = models::EncodedHistory::default();
-        let run = TurnRun { rec, model, series, tools, messages, encoded, cancel, results, register, resume };
+        let run = TurnRun { rec, model, series, tools, messages, encoded, cancel, results, register, resume, sent };
         let mut rec_after = None;
         let ending = run.run_with(&mut rec_after).await?;
         let Some(mut rec) = rec_after else { return Ok(()) };

@@ -15,6 +15,7 @@ use protocol::item::{Content, Item, ItemStatus, Phase, Role, new_item_id};
 use protocol::turn::TurnError;
 use serde_json::Value;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 use telemetry::ToolKind;
 use tokio::sync::mpsc;
@@ -53,6 +54,9 @@ pub struct TurnRun {
     pub register: Box<dyn Fn(Vec<String>) + Send + Sync>,
     /// What a turn revived after a restart still waits for (empty for a new turn).
     pub resume: Vec<Pending>,
+    /// Told once the first model request is on its way: the submission
+    /// waits for it to commit the turn (see `Engine::submit_here`).
+    pub sent: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl TurnRun {
@@ -130,6 +134,18 @@ impl TurnRun {
         }
         let mut stream = self.model.stream(&request);
         self.keep_history(request);
+        // The first poll hands the request to its connection; the yield lets
+        // that connection's task write it before the submission's commit runs.
+        let mut early = None;
+        if let Some(sent) = self.sent.take() {
+            if let Poll::Ready(ev) = std::future::poll_fn(|cx| Poll::Ready(stream.poll_next_unpin(cx))).await {
+                early = Some(ev);
+            }
+            tokio::task::yield_now().await;
+            let _ = sent.send(());
+            // Committed by the submission's flush, or here if it no longer waits.
+            self.rec.emit(Vec::new()).await?;
+        }
         let mut message: Option<(String, i64)> = None;
         let mut thinking = None;
         let mut reasoning = Vec::new();
@@ -138,10 +154,13 @@ impl TurnRun {
         let sid = self.rec.session.id;
         let tid = self.rec.turn.id;
         loop {
-            let next = tokio::select! {
-                biased;
-                _ = self.cancel.cancelled() => None,
-                ev = stream.next() => Some(ev),
+            let next = match early.take() {
+                Some(ev) => Some(ev),
+                None => tokio::select! {
+                    biased;
+                    _ = self.cancel.cancelled() => None,
+                    ev = stream.next() => Some(ev),
+                },
             };
             let Some(ev) = next else {
                 drop(stream);
