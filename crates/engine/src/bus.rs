@@ -115,6 +115,11 @@ impl Bus {
         events
     }
 
+    /// Commits what is queued once the caller's task next waits ([`Journal::commit_soon`]).
+    pub fn commit_soon(&self) {
+        self.journal.commit_soon();
+    }
+
     /// Queues `bodies` and commits them (with everything queued before) on
     /// this thread, for a subscriber waiting on them (streamed text).
     pub fn publish_now(&self, session_id: SessionId, bodies: Vec<EventBody>) -> Vec<Arc<Event>> {

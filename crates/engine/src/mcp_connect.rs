@@ -159,12 +159,12 @@ pub struct Connector {
     pub launcher: SandboxLauncher,
 }
 
-/// The MCP tools of a session.
 /// Whether the session's agent names no MCP server.
 pub(crate) fn no_mcp_servers(session: &SessionRecord) -> bool {
     mcp_params(session).next().is_none()
 }
 
+/// The MCP tools of a session.
 fn mcp_params(session: &SessionRecord) -> impl Iterator<Item = &McpToolParam> {
     session.agent.config.tools.iter().filter_map(|t| if let ToolParam::Mcp(m) = t { Some(m) } else { None })
 }

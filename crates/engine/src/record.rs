@@ -210,6 +210,11 @@ impl Recorder {
         self.emit(events).await
     }
 
+    /// Commits what is queued once this task next waits ([`Bus::commit_soon`]).
+    pub fn commit_soon(&self) {
+        self.bus.commit_soon();
+    }
+
     /// [`Self::set_status`] with its writes and events only queued: whoever
     /// flushes the journal next commits them.
     pub fn set_status_queued(&mut self, turn: TurnStatus, session: SessionStatus) {

@@ -628,11 +628,10 @@ impl Engine {
         // any other turn lets the submission commit now.
         let quick = rec.session.environment.id().is_none() && crate::mcp_connect::no_mcp_servers(&rec.session);
         let sent = started.filter(|_| quick && !resumed);
-        if !resumed {
+        if sent.is_some() {
             rec.set_status_queued(TurnStatus::InProgress, SessionStatus::InProgress);
-            if sent.is_none() {
-                rec.emit(Vec::new()).await?;
-            }
+        } else if !resumed {
+            rec.set_status(TurnStatus::InProgress, SessionStatus::InProgress, Vec::new()).await?;
         }
         let model = match self.inner.models.resolve(&rec.session.agent.config.model) {
             Ok(m) => m,

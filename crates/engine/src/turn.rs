@@ -138,13 +138,13 @@ impl TurnRun {
         // that connection's task write it before the submission's commit runs.
         let mut early = None;
         if let Some(sent) = self.sent.take() {
-            if let Poll::Ready(ev) = std::future::poll_fn(|cx| Poll::Ready(stream.poll_next_unpin(cx))).await {
+            if let Poll::Ready(ev) = futures::poll!(stream.next()) {
                 early = Some(ev);
             }
             tokio::task::yield_now().await;
             let _ = sent.send(());
             // Committed by the submission's flush, or here if it no longer waits.
-            self.rec.emit(Vec::new()).await?;
+            self.rec.commit_soon();
         }
         let mut message: Option<(String, i64)> = None;
         let mut thinking = None;

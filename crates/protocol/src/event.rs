@@ -13,7 +13,8 @@ use serde_json::Value;
 ///
 /// An event is written once and read many times (the store, then every live
 /// subscriber's stream): its JSON is made on first use and kept
-/// ([`Event::json`]), so an event is not changed once it is shared.
+/// ([`Event::json`], with its `type`: [`Event::kind`]), so an event is not
+/// changed once it is shared.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
     #[schemars(with = "String")]
@@ -22,23 +23,47 @@ pub struct Event {
     pub body: EventBody,
     #[serde(skip)]
     #[schemars(skip)]
-    json: std::sync::OnceLock<std::sync::Arc<str>>,
+    rendered: std::sync::OnceLock<Rendered>,
+}
+
+/// An event's JSON and the `type` read back from it.
+#[derive(Debug, Clone)]
+struct Rendered {
+    json: std::sync::Arc<str>,
+    kind: Option<String>,
+}
+
+/// The `type` member of a serialized event (its body's tag).
+#[derive(Deserialize)]
+struct Tag<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
 }
 
 impl Event {
     /// The event `event_id` saying `body`.
     pub fn new(event_id: crate::ids::EventId, body: EventBody) -> Self {
-        Self { event_id, body, json: std::sync::OnceLock::new() }
+        Self { event_id, body, rendered: std::sync::OnceLock::new() }
     }
 
     /// Its JSON (what the store keeps and a stream sends), made once.
     pub fn json(&self) -> Result<std::sync::Arc<str>, serde_json::Error> {
-        if let Some(json) = self.json.get() {
-            return Ok(std::sync::Arc::clone(json));
+        Ok(std::sync::Arc::clone(&self.rendered()?.json))
+    }
+
+    /// Its `type` (`agent.session.turn.created`, …), read back from its JSON once.
+    pub fn kind(&self) -> Result<Option<&str>, serde_json::Error> {
+        Ok(self.rendered()?.kind.as_deref())
+    }
+
+    fn rendered(&self) -> Result<&Rendered, serde_json::Error> {
+        if let Some(rendered) = self.rendered.get() {
+            return Ok(rendered);
         }
-        let json: std::sync::Arc<str> = serde_json::to_string(self)?.into();
+        let json = serde_json::to_string(self)?;
+        let kind = serde_json::from_str::<Tag>(&json).ok().map(|t| t.kind.into_owned());
         // Another thread may have made it meanwhile: the same text.
-        Ok(std::sync::Arc::clone(self.json.get_or_init(|| json)))
+        Ok(self.rendered.get_or_init(|| Rendered { json: json.into(), kind }))
     }
 }
 
@@ -287,4 +312,40 @@ pub enum InputEvent {
     /// An answer to an MCP approval request.
     #[serde(rename = "agent.session.input.mcp_approval_request_result")]
     McpApprovalRequestResult { request_id: String, response: Value },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::EventId;
+
+    #[test]
+    fn an_events_json_is_its_serialization_and_its_kind_the_bodys_tag() {
+        let session_id = SessionId::new();
+        let bodies = [
+            EventBody::Error {
+                session_id,
+                error: SessionError {
+                    code: Some("c".into()),
+                    message: "m \"quoted\" type".into(),
+                    param: None,
+                    kind: "warning".into(),
+                },
+            },
+            EventBody::OutputTextDelta {
+                session_id,
+                turn_id: TurnId::new(),
+                item_id: "msg_1".into(),
+                output_index: 0,
+                content_index: 0,
+                delta: "{\"type\": \"not this\"}".into(),
+            },
+        ];
+        for body in bodies {
+            let expected = serde_json::to_value(&body).unwrap()["type"].as_str().unwrap().to_string();
+            let event = Event::new(EventId::from_seq(7), body);
+            assert_eq!(event.kind().unwrap(), Some(expected.as_str()));
+            assert_eq!(*event.json().unwrap(), *serde_json::to_string(&event).unwrap(), "made once, the same text");
+        }
+    }
 }

@@ -123,26 +123,12 @@ impl State {
     }
 }
 
-/// An event's `type`, read back from its serialized form (the tag of its body).
-#[derive(serde::Deserialize)]
-struct Tag<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
-}
-
-/// The `type` of a serialized event.
-fn kind(data: &str) -> Option<String> {
-    serde_json::from_str::<Tag>(data).ok().map(|t| t.kind.into_owned())
-}
-
-/// One SSE frame: the event's JSON (made once for the store and every
-/// subscriber), its `type` read back from that text (cheaper than building
-/// a JSON value of the body for it).
+/// One SSE frame: the event's JSON and `type`, made once for the store and
+/// every subscriber.
 fn frame(event: &Event) -> SseEvent {
     let data = event.json().unwrap_or_else(|_| Arc::from("{}"));
-    let kind = kind(&data);
     let mut frame = SseEvent::default().id(event.event_id.to_string()).data(data);
-    if let Some(kind) = kind {
+    if let Ok(Some(kind)) = event.kind() {
         frame = frame.event(kind);
     }
     frame
@@ -167,41 +153,4 @@ pub fn events(
     });
     let finite = body.chain(stream::once(async { Ok(SseEvent::default().data("[DONE]")) }));
     Sse::new(finite.take_until(stop.cancelled_owned())).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use protocol::event::SessionError;
-    use protocol::ids::EventId;
-
-    #[test]
-    fn a_frames_type_is_its_bodys_tag() {
-        let session_id = SessionId::new();
-        let bodies = [
-            EventBody::Error {
-                session_id,
-                error: SessionError {
-                    code: Some("c".into()),
-                    message: "m \"quoted\" type".into(),
-                    param: None,
-                    kind: "warning".into(),
-                },
-            },
-            EventBody::OutputTextDelta {
-                session_id,
-                turn_id: TurnId::new(),
-                item_id: "msg_1".into(),
-                output_index: 0,
-                content_index: 0,
-                delta: "{\"type\": \"not this\"}".into(),
-            },
-        ];
-        for body in bodies {
-            let expected = serde_json::to_value(&body).unwrap()["type"].as_str().unwrap().to_string();
-            let event = Event::new(EventId::from_seq(7), body);
-            assert_eq!(kind(&event.json().unwrap()).as_deref(), Some(expected.as_str()));
-            assert_eq!(*event.json().unwrap(), *serde_json::to_string(&event).unwrap(), "made once, the same text");
-        }
-    }
 }

@@ -260,7 +260,7 @@ impl<'a> Rows<'a> {
                 Write::Event { session_id, event } => {
                     rows.event_seqs.push(event.event_id.seq());
                     rows.event_sessions.push(session_id.to_string());
-                    rows.event_docs.push(event.json().map_err(|e| sqlx::Error::Encode(Box::new(e)))?.to_string());
+                    rows.event_docs.push(event.json().map_err(encode)?.to_string());
                 }
             }
         }
@@ -354,5 +354,10 @@ pub(crate) async fn rewrite_session(
 
 /// A document for a bind (an error becomes sqlx's: the statement cannot be sent).
 fn json<T: serde::Serialize + ?Sized>(value: &T) -> std::result::Result<String, sqlx::Error> {
-    serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(Box::new(e)))
+    serde_json::to_string(value).map_err(encode)
+}
+
+/// A document that cannot be made: the statement cannot be sent.
+fn encode(e: serde_json::Error) -> sqlx::Error {
+    sqlx::Error::Encode(Box::new(e))
 }
