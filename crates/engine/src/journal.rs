@@ -16,7 +16,7 @@
 //! - A commit that would have to wait for a database lock goes to the
 //!   journal's own thread, which waits and retries; so does every commit
 //!   when the writer does not commit inline (PostgreSQL's). The thread also commits
-//!   whatever was left queued and checkpoints the write-ahead log.
+//!   whatever was left queued and asks for checkpoints of the write-ahead log.
 //!
 //! In a cluster each write carries the epoch of its session's lease when it
 //! was queued, and the store refuses a session's writes once another node
@@ -42,12 +42,14 @@ use tokio::sync::watch;
 /// Writes taken into one transaction at most.
 const BATCH: usize = 1024;
 /// How often the journal thread looks for writes nobody committed and
-/// checkpoints the write-ahead log.
+/// whether the write-ahead log wants a checkpoint.
 const TICK: Duration = Duration::from_millis(200);
 /// Batches a task commits inline at most before the journal thread takes over.
 const INLINE_ROUNDS: usize = 4;
-/// Writes after which the write-ahead log is checkpointed even while commits go on.
-const CHECKPOINT_AFTER: u64 = 20_000;
+/// Writes after which the write-ahead log is checkpointed even while commits
+/// go on (a few megabytes of log, about SQLite's own default): a log copied
+/// back in full is overwritten from its start, not grown.
+const CHECKPOINT_AFTER: u64 = 500;
 /// Failed batches remembered for their flushers.
 const FAILURES: usize = 64;
 
@@ -391,9 +393,10 @@ fn fences(batch: &[Write], epochs: &[Option<i64>]) -> Vec<Fence> {
 }
 
 /// The journal thread: takes over commits that would wait for a lock, commits
-/// what was left queued, and checkpoints the write-ahead log (its connection
-/// does not do so while committing): once commits pause for a tick, or after
-/// many writes.
+/// what was left queued, and asks the writer for a checkpoint of the
+/// write-ahead log (its connection does not make one while committing; see
+/// [`BatchWriter::checkpoint`]): once commits pause for a tick, or after
+/// [`CHECKPOINT_AFTER`] writes.
 fn background(shared: std::sync::Weak<Shared>) {
     let (mut checkpointed, mut last_tick) = (0, 0);
     loop {

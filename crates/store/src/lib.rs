@@ -20,11 +20,13 @@ mod error;
 mod migrate;
 pub mod postgres;
 mod postgres_batch;
+mod postgres_rows;
 mod read_cache;
 mod session_cache;
 mod sql;
 pub mod sqlite;
 mod sqlite_batch;
+mod sqlite_checkpoint;
 
 pub use cluster::{Cluster, NodeSpec, NodeView};
 pub use error::{Error, Result};
@@ -74,7 +76,8 @@ pub trait BatchWriter: Send {
     /// session's lease; the sessions whose writes were left out come back
     /// (another node took them over).
     fn write_batch(&mut self, writes: &[Write], fences: &[Fence], wait: bool) -> Result<Vec<SessionId>>;
-    /// Housekeeping between batches (SQLite: checkpoints the write-ahead log).
+    /// Housekeeping between batches (SQLite: asks for a checkpoint of the
+    /// write-ahead log, made on a thread of its own).
     fn checkpoint(&mut self) -> Result<()>;
     /// Whether a commit may run on the caller's thread (an async task's):
     /// SQLite's takes tens of microseconds; PostgreSQL's writer commits on

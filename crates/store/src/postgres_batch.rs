@@ -4,9 +4,10 @@
 //! inline ([`BatchWriter::commits_inline`] is false): the journal hands every
 //! batch to its thread, which wakes within microseconds.
 //!
-//! A batch is one statement, so one round trip and one commit (sessions'
-//! states in it make it a transaction: their rows are read under lock and
-//! merged first; see [`commit`]). Every write is idempotent — turns and items are upserts, state writes overwrite,
+//! A batch is one statement ([`Rows::statement`], of the parts the batch
+//! has), so one round trip and one commit (sessions' states in it make it a
+//! transaction: their rows are read under lock and merged first; see
+//! [`commit`]). Every write is idempotent — turns and items are upserts, state writes overwrite,
 //! an event already stored is skipped — so a batch whose commit was cut off
 //! by a lost connection is simply written again. While the database is
 //! unreachable a batch is retried on a fresh connection for [`OUTAGE`], then
@@ -17,12 +18,12 @@
 //! statement also announces what it committed (each session's last event, the sessions whose state
 //! changed) with `pg_notify`, delivered to the other nodes at its commit.
 
-use crate::cluster::notices::{CHANNEL, Notice, Sender};
+use crate::cluster::notices::{Notice, Sender};
 use crate::error::unavailable;
+use crate::postgres_rows::Rows;
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Error, Fence, Result, Write};
 use protocol::ids::SessionId;
-use protocol::session::SessionState;
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{Connection, PgConnection};
 use std::sync::Arc;
@@ -142,7 +143,8 @@ async fn commit(
         rows.fences = (node.to_string(), fences.iter().map(|f| (f.session_id.to_string(), f.epoch)).unzip());
     }
     if rows.states.is_empty() {
-        return rows.statement(Vec::new()).fetch_one(&mut *conn).await.map(refused);
+        let mut statement = rows.statement(Vec::new());
+        return statement.build_query_as().fetch_one(&mut *conn).await.map(refused);
     }
     let mut tx = conn.begin().await?;
     let ids: Vec<String> = rows.states.iter().map(|(_, id, _)| id.to_string()).collect();
@@ -161,7 +163,8 @@ async fn commit(
             merged.push((id, doc));
         }
     }
-    let refused = rows.statement(merged).fetch_one(&mut *tx).await.map(refused)?;
+    let mut statement = rows.statement(merged);
+    let refused = statement.build_query_as().fetch_one(&mut *tx).await.map(refused)?;
     tx.commit().await?;
     Ok(refused)
 }
@@ -169,23 +172,6 @@ async fn commit(
 /// The sessions whose writes the statement left out (its second column).
 fn refused((_, sessions): (i64, Vec<String>)) -> Vec<SessionId> {
     sessions.iter().filter_map(|s| SessionId::parse(s)).collect()
-}
-
-/// A batch's writes as columns. A row written twice in one batch (an item
-/// growing with each delta) is written once, with its last document, at the
-/// place of its first write (so new rows keep their order).
-#[derive(Default)]
-struct Rows<'a> {
-    turns: Columns<5>,
-    items: Columns<5>,
-    event_seqs: Vec<i64>,
-    event_sessions: Vec<String>,
-    event_docs: Vec<String>,
-    states: Vec<(&'a str, SessionId, &'a SessionState)>,
-    /// Each notice's session, and the notice.
-    notices: (Vec<String>, Vec<String>),
-    /// This node, and the fenced sessions with the epoch each one's lease must have.
-    fences: (String, (Vec<String>, Vec<i64>)),
 }
 
 /// What a batch announces: each session's last event, and each session whose state it wrote.
@@ -206,125 +192,6 @@ fn notices(writes: &[Write], sender: &Sender) -> (Vec<String>, Vec<String>) {
     let states = states.into_iter().map(|session| (session, Notice::Session(session)));
     events.chain(states).map(|(session, n)| (session.to_string(), sender.payload(&n))).unzip()
 }
-
-/// Text columns of one table's rows, the first being the row's id.
-struct Columns<const N: usize> {
-    columns: [Vec<String>; N],
-    index: std::collections::HashMap<String, usize>,
-}
-
-impl<const N: usize> Default for Columns<N> {
-    fn default() -> Self {
-        Self { columns: std::array::from_fn(|_| Vec::new()), index: Default::default() }
-    }
-}
-
-impl<const N: usize> Columns<N> {
-    /// Adds a row, or replaces the columns after the first of the row with its id.
-    fn put(&mut self, row: [String; N]) {
-        let id = row.first().cloned().unwrap_or_default();
-        if let Some(&at) = self.index.get(&id) {
-            for (column, value) in self.columns.iter_mut().zip(row).skip(1) {
-                column[at] = value;
-            }
-            return;
-        }
-        let at = self.columns.first().map_or(0, Vec::len);
-        self.index.insert(id, at);
-        for (column, value) in self.columns.iter_mut().zip(row) {
-            column.push(value);
-        }
-    }
-}
-
-impl<'a> Rows<'a> {
-    fn of(writes: &'a [Write]) -> std::result::Result<Self, sqlx::Error> {
-        let mut rows = Rows::default();
-        for write in writes {
-            match write {
-                Write::Turn { org_id, turn } => rows.turns.put([
-                    turn.id.to_string(),
-                    org_id.clone(),
-                    turn.session_id.to_string(),
-                    turn.status.as_str().to_string(),
-                    json(turn)?,
-                ]),
-                Write::Item { org_id, session_id, item } => rows.items.put([
-                    item.id().to_string(),
-                    org_id.clone(),
-                    session_id.to_string(),
-                    item.turn_id().to_string(),
-                    json(item)?,
-                ]),
-                Write::SessionState { org_id, session_id, state } => rows.states.push((org_id, *session_id, state)),
-                Write::Event { session_id, event } => {
-                    rows.event_seqs.push(event.event_id.seq());
-                    rows.event_sessions.push(session_id.to_string());
-                    rows.event_docs.push(event.json().map_err(encode)?.to_string());
-                }
-            }
-        }
-        Ok(rows)
-    }
-
-    /// The one statement: every table's rows, and the merged session documents.
-    fn statement(
-        self,
-        sessions: Vec<(String, String)>,
-    ) -> sqlx::query::QueryAs<'static, sqlx::Postgres, (i64, Vec<String>), sqlx::postgres::PgArguments> {
-        let (session_ids, session_docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
-        let (node, (fenced, epochs)) = self.fences;
-        let mut query = sqlx::query_as(BATCH);
-        for column in self.turns.columns.into_iter().chain(self.items.columns) {
-            query = query.bind(column);
-        }
-        query
-            .bind(self.event_seqs)
-            .bind(self.event_sessions)
-            .bind(self.event_docs)
-            .bind(session_ids)
-            .bind(session_docs)
-            .bind(CHANNEL)
-            .bind(self.notices.1)
-            .bind(self.notices.0)
-            .bind(node)
-            .bind(fenced)
-            .bind(epochs)
-    }
-}
-
-/// A batch as one statement (each part is empty when the batch has no such
-/// writes). `held` share-locks the lease rows of the fenced sessions ($20,
-/// $21) that this node ($19) still holds as the epoch their writes were made
-/// under or a later one, so none changes hands before the commit; every part
-/// leaves out the rows (and notices, $18) of the others, which the statement
-/// returns.
-const BATCH: &str = "WITH held AS (\
-    SELECT l.session_id FROM session_leases l \
-    JOIN UNNEST($20::text[], $21::bigint[]) AS f (session_id, epoch) \
-    ON l.session_id = f.session_id AND l.node_id = $19 AND l.epoch >= f.epoch FOR SHARE OF l), \
-lost AS (SELECT f.s FROM UNNEST($20::text[]) AS f (s) WHERE f.s NOT IN (SELECT session_id FROM held)), \
-turn_rows AS (\
-    INSERT INTO turns (id, org_id, session_id, status, doc) \
-    SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) \
-    AS r (id, org_id, session_id, status, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
-    ON CONFLICT (id) DO UPDATE SET status = excluded.status, doc = excluded.doc), \
-item_rows AS (\
-    INSERT INTO items (id, org_id, session_id, turn_id, doc) \
-    SELECT * FROM UNNEST($6::text[], $7::text[], $8::text[], $9::text[], $10::text[]) \
-    AS r (id, org_id, session_id, turn_id, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
-    ON CONFLICT (id) DO UPDATE SET doc = excluded.doc), \
-event_rows AS (\
-    INSERT INTO events (seq, session_id, doc) \
-    SELECT * FROM UNNEST($11::bigint[], $12::text[], $13::text[]) \
-    AS r (seq, session_id, doc) WHERE r.session_id NOT IN (SELECT s FROM lost) \
-    ON CONFLICT (seq) DO NOTHING), \
-session_rows AS (\
-    UPDATE sessions SET doc = merged.doc FROM UNNEST($14::text[], $15::text[]) AS merged (id, doc) \
-    WHERE sessions.id = merged.id AND merged.id NOT IN (SELECT s FROM lost)), \
-notices AS (SELECT pg_notify($16, n.n) FROM UNNEST($17::text[], $18::text[]) AS n (n, s) \
-    WHERE n.s NOT IN (SELECT s FROM lost)) \
-SELECT (SELECT count(*) FROM notices), ARRAY(SELECT s FROM lost)";
 
 /// Rewrites a session's document as `merge` makes it from the stored one,
 /// the row locked in between (the caller's transaction): the JSON types'
@@ -350,14 +217,4 @@ pub(crate) async fn rewrite_session(
         .execute(&mut *conn)
         .await?;
     Ok(true)
-}
-
-/// A document for a bind (an error becomes sqlx's: the statement cannot be sent).
-fn json<T: serde::Serialize + ?Sized>(value: &T) -> std::result::Result<String, sqlx::Error> {
-    serde_json::to_string(value).map_err(encode)
-}
-
-/// A document that cannot be made: the statement cannot be sent.
-fn encode(e: serde_json::Error) -> sqlx::Error {
-    sqlx::Error::Encode(Box::new(e))
 }

@@ -6,12 +6,13 @@
 //! one write is a single autocommit statement; a larger one is one
 //! transaction. Statements are prepared once and cached on the connection.
 //! The connection never checkpoints on commit (a checkpoint syncs the disk):
-//! the journal's thread calls [`BatchWriter::checkpoint`] between batches.
+//! [`BatchWriter::checkpoint`] asks the [`Checkpointer`]'s thread for one.
 
 use crate::session_cache::SessionCache;
+use crate::sqlite_checkpoint::Checkpointer;
 use crate::{BatchWriter, Error, Fence, Result, Write};
 use protocol::ids::SessionId;
-use rusqlite::{Connection, OpenFlags, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, params};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,6 +23,7 @@ pub(crate) struct SqliteWriter {
     sessions: Arc<SessionCache>,
     /// Whether the connection now waits for locks (its busy timeout is set).
     waits: bool,
+    checkpoints: Checkpointer,
 }
 
 /// How long a waiting commit waits for another connection's lock.
@@ -41,7 +43,8 @@ impl SqliteWriter {
         )
         .map_err(writer_error)?;
         conn.set_prepared_statement_cache_capacity(16);
-        Ok(Self { conn, sessions, waits: true })
+        let checkpoints = Checkpointer::start(path, flags)?;
+        Ok(Self { conn, sessions, waits: true, checkpoints })
     }
 }
 
@@ -57,11 +60,16 @@ impl BatchWriter for SqliteWriter {
             [] => return Ok(Vec::new()),
             [only] => apply(&self.conn, only)?,
             _ => {
-                let tx = self.conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(writer_error)?;
-                for write in writes {
-                    apply(&tx, write)?;
+                // `BEGIN` and `COMMIT` from the statement cache too: parsing
+                // them again would cost as much as a write of the batch.
+                run_cached(&self.conn, "BEGIN IMMEDIATE")?;
+                let applied = writes.iter().try_for_each(|write| apply(&self.conn, write));
+                if let Err(e) = applied.and_then(|()| run_cached(&self.conn, "COMMIT")) {
+                    if !self.conn.is_autocommit() {
+                        let _ = run_cached(&self.conn, "ROLLBACK");
+                    }
+                    return Err(e);
                 }
-                tx.commit().map_err(writer_error)?;
             }
         }
         self.sessions.set_states(writes.iter().filter_map(|w| match w {
@@ -72,8 +80,14 @@ impl BatchWriter for SqliteWriter {
     }
 
     fn checkpoint(&mut self) -> Result<()> {
-        self.conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())).map_err(writer_error)
+        self.checkpoints.ask()
     }
+}
+
+/// Runs a statement without parameters through the connection's statement cache.
+fn run_cached(conn: &Connection, sql: &str) -> Result<()> {
+    conn.prepare_cached(sql).and_then(|mut stmt| stmt.raw_execute()).map_err(writer_error)?;
+    Ok(())
 }
 
 fn writer_error(e: rusqlite::Error) -> Error {
