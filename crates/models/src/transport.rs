@@ -18,6 +18,9 @@ const ERROR_BODY_LIMIT: usize = 2000;
 pub(crate) struct Endpoint {
     pub(crate) provider: String,
     url: String,
+    /// `url` parsed once (parsing it for each request costs as much as
+    /// sending it); none when it does not parse, and the request says why.
+    parsed: Option<reqwest::Url>,
     client: reqwest::Client,
     pub(crate) settings: ProviderSettings,
 }
@@ -33,7 +36,8 @@ impl Endpoint {
             .map_err(|e| ModelError::Config {
                 message: format!("model provider `{provider}`: cannot build HTTP client: {}", describe(&e)),
             })?;
-        Ok(Self { provider, url, client, settings })
+        let parsed = reqwest::Url::parse(&url).ok();
+        Ok(Self { provider, url, parsed, client, settings })
     }
 
     /// Sends `body` as JSON and returns the 2xx response whose body is still
@@ -64,7 +68,11 @@ impl Endpoint {
     }
 
     async fn send_once(&self, body: Bytes, attempt: u32) -> Result<reqwest::Response, (ModelError, Option<Duration>)> {
-        let request = self.client.post(&self.url).header("content-type", "application/json").body(body).send();
+        let request = match &self.parsed {
+            Some(url) => self.client.post(url.clone()),
+            None => self.client.post(&self.url),
+        };
+        let request = request.header("content-type", "application/json").body(body).send();
         let response = match tokio::time::timeout(self.settings.timeouts.response, request).await {
             Err(_) => return Err((self.timeout(TimeoutPhase::ResponseHeaders), None)),
             Ok(Err(error)) => return Err((self.request_error(&error, attempt), None)),
