@@ -70,6 +70,8 @@ pub struct App {
     pub limits: limits::OrgLimits,
     /// This node's request buckets, one per organization.
     pub requests: Arc<limits::RequestRate>,
+    /// Recent counts of each organization's active turns.
+    pub active_turns: Arc<limits::ActiveTurns>,
 }
 
 impl App {

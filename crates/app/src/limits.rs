@@ -83,6 +83,47 @@ impl RequestRate {
     }
 }
 
+/// How long a count of an organization's active turns stands in for the store's.
+const COUNT_FRESH: Duration = Duration::from_millis(500);
+
+/// Recent counts of each organization's active turns, so that an
+/// organization far below its limit is not counted in the store at every
+/// input (a query on the way to the model's request): a count read less
+/// than [`COUNT_FRESH`] ago, plus the turns this node admitted since, stands
+/// in for the store's while it stays a tenth of the limit (one at least)
+/// below it. Closer to the limit, the store counts every time, as before.
+/// The estimate never misses a turn this node admitted; turns that ended
+/// since only make it cautious, and other nodes' new ones are the store's
+/// to count within [`COUNT_FRESH`].
+#[derive(Debug, Default)]
+pub struct ActiveTurns {
+    counts: Mutex<HashMap<String, (i64, Instant)>>,
+}
+
+impl ActiveTurns {
+    /// Admits one more turn of `org` on a fresh count far enough below
+    /// `limit`; false when the store must count.
+    fn admit_far_below(&self, org: &str, limit: i64) -> bool {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        match counts.get_mut(org) {
+            Some((active, at)) if at.elapsed() < COUNT_FRESH && *active < limit - (limit / 10).max(1) => {
+                *active += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The store counted `active` turns of `org`, the admitted one included.
+    fn counted(&self, org: &str, active: i64) {
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.len() >= BUCKETS_KEPT && !counts.contains_key(org) {
+            counts.retain(|_, (_, at)| at.elapsed() < COUNT_FRESH);
+        }
+        counts.insert(org.to_string(), (active, Instant::now()));
+    }
+}
+
 /// The 429 of a request past its organization's rate.
 pub fn too_many_requests(limits: &OrgLimits, wait: Duration) -> Error {
     let rate = limits.requests_per_second.unwrap_or_default();
@@ -95,13 +136,18 @@ pub fn too_many_requests(limits: &OrgLimits, wait: Duration) -> Error {
 
 impl App {
     /// 429 when the organization already has as many active turns as it may.
-    /// Counted in the store, so on every node; turns being written at this
+    /// Counted in the store, so on every node, unless a recent count shows it
+    /// far below its limit ([`ActiveTurns`]); turns being written at this
     /// very moment may be missed, so simultaneous inputs can pass the limit
     /// by their number.
     pub(crate) async fn check_active_turns(&self, org: &str) -> Result<()> {
-        let Some(limit) = self.limits.active_turns else { return Ok(()) };
+        let Some(limit) = self.limits.active_turns.map(i64::from) else { return Ok(()) };
+        if self.active_turns.admit_far_below(org, limit) {
+            return Ok(());
+        }
         let active = self.store.count_active_turns(org).await?;
-        if active < i64::from(limit) {
+        if active < limit {
+            self.active_turns.counted(org, active + 1);
             return Ok(());
         }
         Err(Error::RateLimited {
@@ -117,6 +163,22 @@ impl App {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_recent_count_admits_only_far_below_the_limit_and_only_while_fresh() {
+        let turns = ActiveTurns::default();
+        assert!(!turns.admit_far_below("org_a", 500), "no count yet: the store counts");
+        turns.counted("org_a", 448);
+        assert!(turns.admit_far_below("org_a", 500), "449 of 500: far enough below");
+        assert!(turns.admit_far_below("org_a", 500), "450 of 500");
+        assert!(!turns.admit_far_below("org_a", 500), "within a tenth of the limit: the store counts");
+        assert!(!turns.admit_far_below("org_b", 500), "each organization has its own count");
+        turns.counted("org_a", 1);
+        assert!(!turns.admit_far_below("org_a", 2), "a limit of two is always counted in the store");
+        turns.counted("org_c", 0);
+        std::thread::sleep(COUNT_FRESH);
+        assert!(!turns.admit_far_below("org_c", 500), "a stale count is not used");
+    }
 
     #[test]
     fn a_bucket_admits_its_burst_then_the_rate() {

@@ -268,7 +268,16 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
     let mut state = AppState::new(
-        app::App { store, engine, envs, credentials, mcp: hub, limits: config.limits, requests: Arc::default() },
+        app::App {
+            store,
+            engine,
+            envs,
+            credentials,
+            mcp: hub,
+            limits: config.limits,
+            requests: Arc::default(),
+            active_turns: Arc::default(),
+        },
         metrics,
     );
     if let Some(cluster) = &cluster {

@@ -44,6 +44,7 @@ pub async fn start(model_url: &str) -> TestApp {
             mcp,
             limits: app::limits::OrgLimits::none(),
             requests: Default::default(),
+            active_turns: Default::default(),
         },
         org,
         _dir: dir,
