@@ -4,7 +4,8 @@
 //!   admits `requests_per_second` sustained and `request_burst` at once; N
 //!   nodes behind a balancer admit up to N times that);
 //! - turns active at once (queued or running, on every node: counted in the
-//!   store when an input would add one);
+//!   store when an input would add one, unless a recent count shows the
+//!   organization far below its limit: [`ActiveTurns`]);
 //! - sandboxes live at once (running or paused), on each node (environments
 //!   live on the node that runs them): checked when one would start.
 //!
