@@ -113,7 +113,12 @@ impl<'a> Rows<'a> {
             parts.next(&mut q, "lost AS (SELECT f.s FROM UNNEST(");
             q.push_bind(fenced).push("::text[]) AS f (s) WHERE f.s NOT IN (SELECT session_id FROM held))");
         }
-        let kept = if fenced_any { " WHERE r.session_id NOT IN (SELECT s FROM lost)" } else { "" };
+        // The condition that leaves out the lost sessions' rows (none without fences).
+        let unless_lost = |clause: &str, column: &str| {
+            if fenced_any { format!(" {clause} {column} NOT IN (SELECT s FROM lost)") } else { String::new() }
+        };
+        let kept = unless_lost("WHERE", "r.session_id");
+        let kept = kept.as_str();
         let turns = Upsert { part: "turn_rows", table: "turns", names: "id, org_id, session_id, status, doc" };
         turns.push(&mut q, &mut parts, self.turns, kept, "status = excluded.status, doc = excluded.doc");
         let items = Upsert { part: "item_rows", table: "items", names: "id, org_id, session_id, turn_id, doc" };
@@ -131,10 +136,7 @@ impl<'a> Rows<'a> {
                 .push("::text[], ")
                 .push_bind(docs)
                 .push("::text[]) AS merged (id, doc) WHERE sessions.id = merged.id");
-            if fenced_any {
-                q.push(" AND merged.id NOT IN (SELECT s FROM lost)");
-            }
-            q.push(")");
+            q.push(unless_lost("AND", "merged.id")).push(")");
         }
         let (notice_sessions, notices) = self.notices;
         let notifying = !notices.is_empty();
@@ -142,10 +144,7 @@ impl<'a> Rows<'a> {
             parts.next(&mut q, "notices AS (SELECT pg_notify(");
             q.push_bind(CHANNEL).push(", n.n) FROM UNNEST(").push_bind(notices).push("::text[], ");
             q.push_bind(notice_sessions).push("::text[]) AS n (n, s)");
-            if fenced_any {
-                q.push(" WHERE n.s NOT IN (SELECT s FROM lost)");
-            }
-            q.push(")");
+            q.push(unless_lost("WHERE", "n.s")).push(")");
         }
         // A `SELECT` part runs only when read: the notices are counted.
         q.push(if notifying { " SELECT (SELECT count(*) FROM notices)" } else { " SELECT 0::bigint" });
