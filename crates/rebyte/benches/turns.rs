@@ -112,6 +112,9 @@ async fn engine_overhead(
     let spans = model.reply_spans();
     assert_eq!(spans.len() - before, steps);
     let upstream = spans[before..].iter().map(|(arrived, last)| last.unwrap() - *arrived).sum();
+    // Each of the turn's requests held its whole history: hundreds of
+    // megabytes this process's allocator would otherwise keep working around.
+    model.clear_requests();
     (turn, upstream, cpu)
 }
 
@@ -133,7 +136,7 @@ struct FirstDelta {
 
 /// The first text frame's send time and the request's arrival, from the script's record.
 fn upstream_times(model: &ModelServer) -> (Instant, Instant) {
-    let asked = model.requests().last().unwrap().at;
+    let asked = model.last_request_at().unwrap();
     // Frame 0 is the role-only chunk; frame 1 carries the first text.
     (asked, model.last_frame_times()[1])
 }

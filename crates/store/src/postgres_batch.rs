@@ -50,6 +50,9 @@ impl PgWriter {
             .enable_all()
             .build()
             .map_err(|e| Error::Writer(format!("cannot start the journal writer's runtime: {e}")))?;
+        // Each batch statement's shape is planned once, not at every bind
+        // (a custom plan of the statement cost 0.3–0.4 ms a batch here).
+        let options = options.options([("plan_cache_mode", "force_generic_plan")]);
         Ok(Self { runtime: Some(runtime), conn: None, options, sessions, sender })
     }
 

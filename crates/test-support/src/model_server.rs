@@ -186,6 +186,17 @@ impl ModelServer {
         replies.iter().map(|(arrived, frames)| (*arrived, last(frames))).collect()
     }
 
+    /// Forgets the requests received so far (the count of requests served stays).
+    pub fn clear_requests(&self) {
+        self.shared.script().requests.clear();
+    }
+
+    /// When the last model request arrived (without copying the log, which
+    /// after a long turn holds every request's whole history).
+    pub fn last_request_at(&self) -> Option<std::time::Instant> {
+        self.shared.script().requests.last().map(|r| r.at)
+    }
+
     /// The body of the last model request.
     pub fn last_request(&self) -> Option<Value> {
         self.shared.script().requests.last().map(|r| r.body.clone())
