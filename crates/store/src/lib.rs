@@ -20,6 +20,7 @@ mod error;
 mod migrate;
 pub mod postgres;
 mod postgres_batch;
+mod postgres_docs;
 mod postgres_rows;
 mod read_cache;
 mod session_cache;

@@ -94,13 +94,21 @@ impl<'a> Rows<'a> {
     }
 
     /// The one statement: the batch's rows, and the merged session documents
-    /// (`sessions`: each id with its document). With fences, `held`
+    /// (`sessions`: each id with its document). With `expected` (each
+    /// session's document as the merge read it), a document is written only
+    /// over that one, and the statement fails with `division_by_zero`
+    /// ([`STALE`]) when any was not: nothing of it is committed, and the
+    /// caller merges again from the rows read under lock. With fences, `held`
     /// share-locks the lease rows of the fenced sessions that this node still
     /// holds as the epoch their writes were made under or a later one, so none
     /// changes hands before the commit; every part leaves out the rows (and
     /// notices) of the others, which the statement returns. It returns the
     /// number of notices sent and those sessions.
-    pub(crate) fn statement(self, sessions: Vec<(String, String)>) -> QueryBuilder<'static, Postgres> {
+    pub(crate) fn statement(
+        self,
+        sessions: Vec<(String, String)>,
+        expected: Option<Vec<String>>,
+    ) -> QueryBuilder<'static, Postgres> {
         let mut q = QueryBuilder::new("");
         let mut parts = Parts::default();
         let (node, (fenced, epochs)) = self.fences;
@@ -129,14 +137,28 @@ impl<'a> Rows<'a> {
             q.push("::text[], ").push_bind(self.event_docs).push("::text[]) AS r (seq, session_id, doc)");
             q.push(kept).push(" ON CONFLICT (seq) DO NOTHING)");
         }
+        // Whether every session expected is written, as a number to divide by (0: a stale merge).
+        let mut written = String::new();
         if !sessions.is_empty() {
             let (ids, docs): (Vec<String>, Vec<String>) = sessions.into_iter().unzip();
             parts.next(&mut q, "session_rows AS (UPDATE sessions SET doc = merged.doc FROM UNNEST(");
-            q.push_bind(ids)
-                .push("::text[], ")
-                .push_bind(docs)
-                .push("::text[]) AS merged (id, doc) WHERE sessions.id = merged.id");
-            q.push(unless_lost("AND", "merged.id")).push(")");
+            q.push_bind(ids.clone()).push("::text[], ").push_bind(docs).push("::text[]");
+            match expected {
+                Some(expected) => {
+                    q.push(", ").push_bind(expected).push("::text[]) AS merged (id, doc, expected)");
+                    q.push(" WHERE sessions.id = merged.id AND sessions.doc = merged.expected");
+                    q.push(unless_lost("AND", "merged.id")).push(" RETURNING sessions.id)");
+                    parts.next(&mut q, "expected AS (SELECT k.id FROM UNNEST(");
+                    q.push_bind(ids).push("::text[]) AS k (id)").push(unless_lost("WHERE", "k.id")).push(")");
+                    written = " + (SELECT 0 * (1 / ((SELECT count(*) FROM session_rows) = \
+                               (SELECT count(*) FROM expected))::int))"
+                        .into();
+                }
+                None => {
+                    q.push(") AS merged (id, doc) WHERE sessions.id = merged.id");
+                    q.push(unless_lost("AND", "merged.id")).push(")");
+                }
+            }
         }
         let (notice_sessions, notices) = self.notices;
         let notifying = !notices.is_empty();
@@ -148,10 +170,16 @@ impl<'a> Rows<'a> {
         }
         // A `SELECT` part runs only when read: the notices are counted.
         q.push(if notifying { " SELECT (SELECT count(*) FROM notices)" } else { " SELECT 0::bigint" });
+        q.push(written);
         q.push(if fenced_any { ", ARRAY(SELECT s FROM lost)" } else { ", ARRAY[]::text[]" });
         q
     }
 }
+
+/// The error code of a statement whose sessions' documents were not the
+/// ones its merge expected (`division_by_zero`, which nothing else in a
+/// batch's statement can raise).
+pub(crate) const STALE: &str = "22012";
 
 /// The `WITH` list being written: the first part opens it, the others follow a comma.
 #[derive(Default)]
@@ -233,7 +261,7 @@ mod tests {
     fn a_statement_holds_only_the_parts_its_batch_has() {
         let session_id = SessionId::new();
         let events = [event(session_id, 1), event(session_id, 2)];
-        let sql = Rows::of(&events).expect("rows").statement(Vec::new()).sql().to_string();
+        let sql = Rows::of(&events).expect("rows").statement(Vec::new(), None).sql().to_string();
         assert!(sql.starts_with("WITH event_rows AS (INSERT INTO events"), "{sql}");
         for absent in ["turns", "items", "sessions", "pg_notify", "lost", "session_leases"] {
             assert!(!sql.contains(absent), "{absent} in {sql}");
@@ -244,7 +272,7 @@ mod tests {
         writes.extend(events);
         let mut rows = Rows::of(&writes).expect("rows");
         rows.fences = ("node".into(), (vec![session_id.to_string()], vec![3]));
-        let sql = rows.statement(vec![(session_id.to_string(), "{}".into())]).sql().to_string();
+        let sql = rows.statement(vec![(session_id.to_string(), "{}".into())], None).sql().to_string();
         for present in
             ["held AS", "lost AS", "turn_rows AS", "event_rows AS", "session_rows AS", "ARRAY(SELECT s FROM lost)"]
         {

@@ -48,6 +48,11 @@ impl Backend {
         }
     }
 
+    /// A journal writer kept across batches (as the journal keeps its own).
+    pub fn writer(&self) -> Writer {
+        Writer(Some(self.store.batch_writer().unwrap()))
+    }
+
     /// Commits one journal batch, waiting, on a plain thread.
     pub fn commit(&self, writes: Vec<Write>) -> store::Result<()> {
         let refused = self.commit_fenced(writes, Vec::new())?;
@@ -60,5 +65,23 @@ impl Backend {
     pub fn commit_fenced(&self, writes: Vec<Write>, fences: Vec<Fence>) -> store::Result<Vec<SessionId>> {
         let mut writer = self.store.batch_writer()?;
         std::thread::spawn(move || writer.write_batch(&writes, &fences, true)).join().unwrap()
+    }
+}
+
+/// A journal writer that commits batch after batch, each on a plain thread.
+pub struct Writer(Option<Box<dyn store::BatchWriter>>);
+
+impl Writer {
+    pub fn commit(&mut self, writes: Vec<Write>) -> store::Result<()> {
+        let mut writer = self.0.take().unwrap();
+        let (writer, done) = std::thread::spawn(move || {
+            let done = writer.write_batch(&writes, &[], true);
+            (writer, done)
+        })
+        .join()
+        .unwrap();
+        self.0 = Some(writer);
+        assert!(done?.is_empty(), "nothing fenced, nothing refused");
+        Ok(())
     }
 }

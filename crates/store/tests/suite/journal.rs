@@ -17,6 +17,7 @@ contract!(
     rows_written_twice_in_a_batch_keep_their_first_place_and_last_content,
     a_failing_batch_leaves_nothing,
     configuration_and_state_writes_keep_each_others_fields,
+    a_writer_writes_states_over_documents_changed_since_its_last_batch,
     deleting_a_session_deletes_its_turns_items_and_events
 );
 
@@ -182,6 +183,48 @@ async fn configuration_and_state_writes_keep_each_others_fields(b: &Backend) {
     assert!(list(filter(None, &[("team", "red")])).await.is_empty());
     assert_eq!(list(filter(Some("agent_1"), &[])).await, vec![session.id, other.id]);
     assert!(list(filter(Some("agent_2"), &[])).await.is_empty());
+}
+
+/// One writer, batch after batch (as the journal's): its state writes keep
+/// what else changed the document between them, and a deleted session's
+/// state is not written back.
+async fn a_writer_writes_states_over_documents_changed_since_its_last_batch(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let other = stored_session(b.store.as_ref(), &org_id).await;
+    let mut writer = b.writer();
+    let state_write = |session_id, status, last_active_at| {
+        let mut state = session.state();
+        (state.status, state.last_active_at) = (status, last_active_at);
+        Write::SessionState { org_id: org_id.clone(), session_id, state }
+    };
+    let read = || async { b.store.get_session(&org_id, session.id).await.unwrap().unwrap() };
+    for (n, status) in [(1, SessionStatus::InProgress), (2, SessionStatus::Idle), (3, SessionStatus::InProgress)] {
+        let writes =
+            vec![state_write(session.id, status, n), state_write(other.id, status, n), event_write(n, session.id, "s")];
+        writer.commit(writes).unwrap();
+        assert_eq!((read().await.status, read().await.last_active_at), (status, n));
+    }
+    // The configuration changes under the writer, twice between two of its batches.
+    for (key, value) in [("team", "blue"), ("nul", "a\u{0}b")] {
+        let mut changed = read().await;
+        changed.metadata.insert(key.into(), value.into());
+        assert!(b.store.put_session(&org_id, &changed).await.unwrap());
+    }
+    writer
+        .commit(vec![state_write(session.id, SessionStatus::Idle, 4), state_write(other.id, SessionStatus::Idle, 4)])
+        .unwrap();
+    let stored = store::open(&b.url).await.unwrap().get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::Idle, 4));
+    assert_eq!(stored.metadata.get("team").map(String::as_str), Some("blue"), "{:?}", stored.metadata);
+    assert_eq!(stored.metadata.get("nul").map(String::as_str), Some("a\u{0}b"));
+    writer.commit(vec![state_write(session.id, SessionStatus::InProgress, 5)]).unwrap();
+    assert_eq!(read().await.metadata, stored.metadata, "kept by the next batch too");
+    // A session deleted under the writer stays deleted; the batch's other writes land.
+    assert!(b.store.delete_session(&org_id, other.id).await.unwrap());
+    writer.commit(vec![state_write(other.id, SessionStatus::Failed, 6), event_write(6, session.id, "s")]).unwrap();
+    assert!(b.store.get_session(&org_id, other.id).await.unwrap().is_none());
+    assert_eq!(b.store.events_after(session.id, 5, 10).await.unwrap().len(), 1);
 }
 
 async fn deleting_a_session_deletes_its_turns_items_and_events(b: &Backend) {
