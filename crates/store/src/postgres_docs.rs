@@ -14,13 +14,17 @@ use protocol::ids::SessionId;
 use protocol::session::SessionState;
 use std::collections::HashMap;
 
-/// Documents remembered at most (the writer forgets them all past this).
+/// Documents remembered at most, and their bytes at most (past either the
+/// writer forgets them all; an agent's instructions can make a document large).
 const REMEMBERED: usize = 4096;
+const REMEMBERED_BYTES: usize = 16 << 20;
 
 /// Each session's organization and document, as last committed by this writer.
 #[derive(Default)]
 pub(crate) struct Known {
     docs: HashMap<SessionId, (String, String)>,
+    /// The documents' bytes.
+    bytes: usize,
 }
 
 /// A batch's states merged into documents: `(id, merged)` for the
@@ -54,13 +58,15 @@ impl Known {
     /// Remembers the documents a batch committed, except those of the
     /// `refused` sessions (not written).
     pub(crate) fn committed(&mut self, merged: Merged, refused: &[SessionId]) {
-        if self.docs.len() + merged.sessions.len() > REMEMBERED {
+        let adding: usize = merged.docs.iter().map(|(_, doc)| doc.len()).sum();
+        if self.docs.len() + merged.sessions.len() > REMEMBERED || self.bytes + adding > REMEMBERED_BYTES {
             self.docs.clear();
+            self.bytes = 0;
         }
         for ((id, org_id), (_, doc)) in merged.sessions.into_iter().zip(merged.docs) {
-            if refused.contains(&id) {
-                self.docs.remove(&id);
-            } else {
+            self.remove(&id);
+            if !refused.contains(&id) && doc.len() <= REMEMBERED_BYTES {
+                self.bytes += doc.len();
                 self.docs.insert(id, (org_id, doc));
             }
         }
@@ -69,7 +75,72 @@ impl Known {
     /// Forgets the documents of a merge that found them changed.
     pub(crate) fn forget(&mut self, merged: &Merged) {
         for (id, _) in &merged.sessions {
-            self.docs.remove(id);
+            self.remove(id);
         }
+    }
+
+    fn remove(&mut self, id: &SessionId) {
+        if let Some((_, doc)) = self.docs.remove(id) {
+            self.bytes -= doc.len();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(status: protocol::session::SessionStatus) -> SessionState {
+        SessionState { status, error: None, last_active_at: 1, usage: None, required_actions: Vec::new() }
+    }
+
+    #[test]
+    fn a_state_merges_into_the_document_last_committed_and_only_in_its_organization() {
+        let (id, other) = (SessionId::new(), SessionId::new());
+        let mut known = Known::default();
+        let idle = state(protocol::session::SessionStatus::Idle);
+        assert!(known.merge(&[("o", id, &idle)]).expect("merge").is_none(), "nothing known yet");
+        let doc = r#"{"id":"s","status":"running","metadata":{"k":"v"}}"#.to_string();
+        let first =
+            Merged { docs: vec![(id.to_string(), doc.clone())], expected: vec![], sessions: vec![(id, "o".into())] };
+        known.committed(first, &[]);
+        assert_eq!(known.bytes, doc.len());
+        let merged = known.merge(&[("o", id, &state(protocol::session::SessionStatus::Failed)), ("o", id, &idle)]);
+        let merged = merged.expect("merge").expect("known");
+        assert_eq!(merged.expected, vec![doc.clone()]);
+        assert_eq!(merged.docs.len(), 1, "the batch's last state of each session");
+        let written: serde_json::Value = serde_json::from_str(&merged.docs[0].1).expect("json");
+        assert_eq!((written["status"].as_str(), written["metadata"]["k"].as_str()), (Some("idle"), Some("v")));
+        assert!(known.merge(&[("another", id, &idle)]).expect("merge").is_none(), "another organization's");
+        assert!(known.merge(&[("o", id, &idle), ("o", other, &idle)]).expect("merge").is_none(), "one unknown");
+        known.forget(&merged);
+        assert!(known.merge(&[("o", id, &idle)]).expect("merge").is_none());
+        assert_eq!(known.bytes, 0);
+    }
+
+    #[test]
+    fn past_its_budget_it_forgets_everything_and_a_refused_session_is_not_remembered() {
+        let mut known = Known::default();
+        let big = "x".repeat(REMEMBERED_BYTES / 2 + 1);
+        for _ in 0..2 {
+            let id = SessionId::new();
+            known.committed(
+                Merged {
+                    docs: vec![(id.to_string(), big.clone())],
+                    expected: vec![],
+                    sessions: vec![(id, "o".into())],
+                },
+                &[],
+            );
+            assert_eq!((known.docs.len(), known.bytes), (1, big.len()), "the second emptied the first");
+        }
+        let refused = SessionId::new();
+        let merged = Merged {
+            docs: vec![(refused.to_string(), "{}".into())],
+            expected: vec![],
+            sessions: vec![(refused, "o".into())],
+        };
+        known.committed(merged, &[refused]);
+        assert!(!known.docs.contains_key(&refused));
     }
 }
