@@ -5,7 +5,8 @@
 
 use super::{DEFAULT_MAX_TOKENS, JSON_OBJECT_INSTRUCTION, MIN_THINKING_BUDGET};
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, Spanned, TextFormat, ToolCall};
+use crate::types::encoded::{Place, Span, spans};
+use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, TextFormat, ToolCall};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -84,31 +85,15 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     let fail = |error: serde_json::Error| ModelError::Config {
         message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
     };
-    let mut messages: Vec<Spanned<WireMessage<'_>>> = Vec::with_capacity(request.messages.len());
-    for (i, message) in request.messages.iter().enumerate() {
-        let (role, block) = match message {
-            Message::User { text } => ("user", Block::Text { text }),
-            Message::Reasoning(reasoning) => match thinking_block(reasoning) {
-                Some(block) => ("assistant", block),
-                None => continue,
-            },
-            Message::Assistant { text } if text.is_empty() => continue,
-            Message::Assistant { text } => ("assistant", Block::Text { text }),
-            Message::ToolCall(call) => ("assistant", tool_use(call)),
-            Message::ToolResult { call_id, content } => ("user", Block::ToolResult { tool_use_id: call_id, content }),
-        };
-        match messages.last_mut() {
-            Some(last) if last.message.role == role => {
-                last.message.content.push(block);
-                last.end = i + 1;
-            }
-            _ => messages.push(Spanned { start: i, end: i + 1, message: WireMessage { role, content: vec![block] } }),
-        }
-    }
+    let messages = spans(&request.messages, |message| role(message).map(|role| Place { role, joins: true }));
     // The messages first, their encodings reused from the turn's earlier steps.
     let mut out = Vec::with_capacity(1024);
     out.extend_from_slice(b"{\"messages\":[");
-    request.encoded.write("anthropic", request.messages.len(), &messages, &mut out).map_err(fail)?;
+    let wire = |span: &Span| WireMessage {
+        role: span.role,
+        content: request.messages.get(span.range.clone()).unwrap_or_default().iter().filter_map(block).collect(),
+    };
+    request.encoded.write("anthropic", request.messages.len(), &messages, wire, &mut out).map_err(fail)?;
     out.extend_from_slice(b"],");
     let (max_tokens, thinking) = budget(request);
     let thinks = thinking.is_some();
@@ -172,6 +157,30 @@ fn system(request: &ModelRequest) -> Option<Cow<'_, str>> {
 
 /// A thinking block to send back: only Anthropic's own, with the signature
 /// the API checks; a block without one (cut off mid-stream) is dropped.
+/// The role of the message a history message goes into, or `None` when it
+/// is left out (empty text, another provider's reasoning): consecutive ones
+/// of a role share a message.
+fn role(message: &Message) -> Option<&'static str> {
+    Some(match message {
+        Message::User { .. } | Message::ToolResult { .. } => "user",
+        Message::Reasoning(reasoning) => thinking_block(reasoning).map(|_| "assistant")?,
+        Message::Assistant { text } if text.is_empty() => return None,
+        Message::Assistant { .. } | Message::ToolCall(_) => "assistant",
+    })
+}
+
+/// A history message's block, or `None` when it is left out (as [`role`] says).
+fn block(message: &Message) -> Option<Block<'_>> {
+    Some(match message {
+        Message::User { text } => Block::Text { text },
+        Message::Reasoning(reasoning) => thinking_block(reasoning)?,
+        Message::Assistant { text } if text.is_empty() => return None,
+        Message::Assistant { text } => Block::Text { text },
+        Message::ToolCall(call) => tool_use(call),
+        Message::ToolResult { call_id, content } => Block::ToolResult { tool_use_id: call_id, content },
+    })
+}
+
 fn thinking_block(reasoning: &Reasoning) -> Option<Block<'_>> {
     let signature = reasoning.signature.as_deref().filter(|_| reasoning.is_from(super::REASONING_ORIGIN))?;
     Some(match reasoning.redacted {

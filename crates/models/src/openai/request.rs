@@ -2,7 +2,8 @@
 //! borrowing from the request instead of copying the history.
 
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, Spanned, TextFormat, ToolCall};
+use crate::types::encoded::{Place, Span, spans};
+use crate::types::{Message, ModelRequest, TextFormat};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -113,26 +114,7 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     let fail = |error: serde_json::Error| ModelError::Config {
         message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
     };
-    let mut history: Vec<Spanned<WireMessage<'_>>> = Vec::with_capacity(request.messages.len());
-    for (i, message) in request.messages.iter().enumerate() {
-        let wire = match message {
-            Message::User { text } => WireMessage::new("user", Some(text)),
-            // Chat Completions has no place for reasoning in the history
-            // (DeepSeek refuses a `reasoning_content` sent back).
-            Message::Reasoning(_) => continue,
-            Message::Assistant { text } => WireMessage::new("assistant", Some(text)),
-            Message::ToolCall(call) => {
-                push_tool_call(&mut history, i, call);
-                continue;
-            }
-            Message::ToolResult { call_id, content } => {
-                let mut message = WireMessage::new("tool", Some(content));
-                message.tool_call_id = Some(call_id);
-                message
-            }
-        };
-        history.push(Spanned { start: i, end: i + 1, message: wire });
-    }
+    let history = spans(&request.messages, place);
     let mut out = Vec::with_capacity(1024);
     out.extend_from_slice(b"{\"messages\":[");
     if let Some(instructions) = &request.instructions {
@@ -141,7 +123,8 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
             out.push(b',');
         }
     }
-    request.encoded.write("openai_chat", request.messages.len(), &history, &mut out).map_err(fail)?;
+    let wire = |span: &Span| wire_message(request.messages.get(span.range.clone()).unwrap_or_default(), span.role);
+    request.encoded.write("openai_chat", request.messages.len(), &history, wire, &mut out).map_err(fail)?;
     out.extend_from_slice(b"],");
     let rest = Body {
         model: &request.model,
@@ -173,26 +156,41 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
-/// A tool call joins the assistant message right before it (its text or
-/// earlier calls of the same step): Chat Completions wants them together.
-/// Its wire message then covers the history up to this call (`at`).
-fn push_tool_call<'a>(messages: &mut Vec<Spanned<WireMessage<'a>>>, at: usize, call: &'a ToolCall) {
-    let wire = WireToolCall {
-        id: &call.id,
-        r#type: "function",
-        function: WireFunctionCall { name: &call.name, arguments: &call.arguments },
+/// Where a message goes: a tool call joins the assistant message right
+/// before it (its text or earlier calls of the same step), as Chat
+/// Completions wants them together; reasoning has no place in the history
+/// (DeepSeek refuses a `reasoning_content` sent back).
+fn place(message: &Message) -> Option<Place> {
+    let (role, joins) = match message {
+        Message::User { .. } => ("user", false),
+        Message::Reasoning(_) => return None,
+        Message::Assistant { .. } => ("assistant", false),
+        Message::ToolCall(_) => ("assistant", true),
+        Message::ToolResult { .. } => ("tool", false),
     };
-    match messages.last_mut() {
-        Some(last) if last.message.role == "assistant" => {
-            last.message.tool_calls.push(wire);
-            last.end = at + 1;
-        }
-        _ => {
-            let mut message = WireMessage::new("assistant", None);
-            message.tool_calls.push(wire);
-            messages.push(Spanned { start: at, end: at + 1, message });
+    Some(Place { role, joins })
+}
+
+/// The wire message of one span: its first message, then the tool calls
+/// that joined it.
+fn wire_message<'a>(messages: &'a [Message], role: &'static str) -> WireMessage<'a> {
+    let mut wire = WireMessage::new(role, None);
+    for message in messages {
+        match message {
+            Message::User { text } | Message::Assistant { text } => wire.content = Some(text),
+            Message::ToolResult { call_id, content } => {
+                wire.content = Some(content);
+                wire.tool_call_id = Some(call_id);
+            }
+            Message::ToolCall(call) => wire.tool_calls.push(WireToolCall {
+                id: &call.id,
+                r#type: "function",
+                function: WireFunctionCall { name: &call.name, arguments: &call.arguments },
+            }),
+            Message::Reasoning(_) => {}
         }
     }
+    wire
 }
 
 #[cfg(test)]
@@ -203,7 +201,7 @@ mod tests {
     fn the_turns_kept_encodings_change_no_body() {
         crate::types::encoded::assert_reuse_changes_nothing(|r| body(r, "p").unwrap());
     }
-    use crate::types::{Reasoning, ReasoningEffort, ToolSpec, Verbosity};
+    use crate::types::{Reasoning, ReasoningEffort, ToolCall, ToolSpec, Verbosity};
     use serde_json::json;
 
     #[test]

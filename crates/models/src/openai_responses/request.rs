@@ -3,7 +3,8 @@
 //! `reasoning`), borrowing from the request.
 
 use crate::error::{ModelError, Result};
-use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, Spanned, TextFormat};
+use crate::types::encoded::{Place, Span, spans};
+use crate::types::{Message, ModelRequest, Reasoning, ReasoningEffort, TextFormat};
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
@@ -106,16 +107,13 @@ pub(super) fn body(request: &ModelRequest, provider: &str) -> Result<Bytes> {
     let fail = |error: serde_json::Error| ModelError::Config {
         message: format!("model provider `{provider}`: cannot serialize the request: {error}"),
     };
-    let input: Vec<Spanned<Item<'_>>> = request
-        .messages
-        .iter()
-        .enumerate()
-        .filter_map(|(i, message)| item(message).map(|message| Spanned { start: i, end: i + 1, message }))
-        .collect();
+    // Each item a wire message of its own (none joins another).
+    let input = spans(&request.messages, |message| item(message).map(|_| Place { role: "item", joins: false }));
     // The input first, its items' encodings reused from the turn's earlier steps.
     let mut out = Vec::with_capacity(1024);
     out.extend_from_slice(b"{\"input\":[");
-    request.encoded.write("openai_responses", request.messages.len(), &input, &mut out).map_err(fail)?;
+    let wire = |span: &Span| request.messages.get(span.range.start).and_then(item);
+    request.encoded.write("openai_responses", request.messages.len(), &input, wire, &mut out).map_err(fail)?;
     out.extend_from_slice(b"],");
     let reasoning =
         (request.reasoning_effort.is_some() || request.reasoning_summary.is_some()).then(|| ReasoningConfig {

@@ -14,7 +14,6 @@ mod options;
 mod reasoning;
 
 pub use encoded::EncodedHistory;
-pub(crate) use encoded::Spanned;
 pub use events::{FinishReason, ModelEvent, ToolCallDelta, Usage};
 pub use options::{ReasoningEffort, ReasoningSummary, TextFormat, Verbosity};
 pub use reasoning::Reasoning;
