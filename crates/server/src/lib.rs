@@ -267,7 +267,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
     if recovered > 0 {
         tracing::warn!(recovered, "failed turns left unfinished by a previous process");
     }
-    let mut state = AppState::new(
+    let mut state = state::Shared::new(
         app::App {
             store,
             engine,
@@ -286,7 +286,7 @@ pub async fn start(config: &Config) -> Result<AppState, StartError> {
         state.peers = Some(Arc::new(forward::Peers::new(secret, config.body_limit)));
     }
     state.cluster = cluster;
-    Ok(state)
+    Ok(AppState::from(state))
 }
 
 /// Registers this process as a node when the database is shared

@@ -26,7 +26,7 @@ pub async fn resolver(s: &TestServer) -> Credentials {
     config.bootstrap_key = Some(s.key.clone());
     // Beside the running server: on PostgreSQL, a node of its own.
     config.node_id = Some(format!("resolver-{}", uuid::Uuid::new_v4().simple()));
-    server::start(&config).await.unwrap().app.credentials
+    server::start(&config).await.unwrap().app.credentials.clone()
 }
 
 /// Creates a vault and returns its id.
