@@ -130,7 +130,15 @@ impl SqliteStore {
     async fn connect(options: SqliteConnectOptions) -> Result<Self> {
         let path = options.get_filename().to_path_buf();
         private_files(&path);
-        let pool = SqlitePoolOptions::new().max_connections(8).min_connections(2).connect_with(options).await?;
+        // No ping before each statement (sqlx's default): a SQLite connection is a file this
+        // process holds, with no server to lose it, and the ping was a round trip to the
+        // connection's thread before every query.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .min_connections(2)
+            .test_before_acquire(false)
+            .connect_with(options)
+            .await?;
         crate::migrate::run(&MIGRATOR, &pool).await?;
         Ok(SqlStore::new(SqliteDb { pool, path }))
     }
