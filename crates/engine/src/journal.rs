@@ -13,10 +13,14 @@
 //!   the caller waits (a turn about to call its model goes on at once).
 //! - [`Journal::flush`] lets the tasks its caller started run first, then
 //!   commits, and returns once everything queued before it is committed.
+//! - A writer whose commits are futures (PostgreSQL's: a network round
+//!   trip) never commits on the caller's thread: both ask a task of the
+//!   caller's runtime to commit, which runs once the caller waits, and
+//!   delivers from there ([`task`]).
 //! - A commit that would have to wait for a database lock goes to the
 //!   journal's own thread, which waits and retries; so does every commit
-//!   when the writer does not commit inline (PostgreSQL's). The thread also commits
-//!   whatever was left queued and asks for checkpoints of the write-ahead log.
+//!   that failed in a task. The thread also commits whatever was left
+//!   queued and asks for checkpoints of the write-ahead log.
 //!
 //! In a cluster each write carries the epoch of its session's lease when it
 //! was queued, and the store refuses a session's writes once another node
@@ -81,8 +85,9 @@ struct Shared {
     pending: Mutex<VecDeque<(Write, Option<i64>)>>,
     /// The leases this node holds (writes are tagged with them).
     leases: Leases,
-    /// The store connection; whoever holds it commits.
-    writer: Mutex<Box<dyn BatchWriter>>,
+    /// The store connection; whoever holds it commits (a task committing
+    /// takes it out: see [`task`]).
+    writer: Mutex<Option<Box<dyn BatchWriter>>>,
     deliver: OnceLock<Deliver>,
     /// Writes queued so far (a position to flush to).
     queued: AtomicU64,
@@ -102,6 +107,11 @@ struct Shared {
     /// Whether callers may commit on their own thread (the writer says; else
     /// every commit is the journal thread's).
     inline: bool,
+    /// Whether commits run in a task of the caller's runtime (see [`task`]).
+    in_task: bool,
+    /// Set when a task's commit failed: the journal thread commits until
+    /// it has committed everything queued.
+    retrying: AtomicBool,
     wake: Condvar,
     /// Each batch's commit time goes here.
     metrics: Arc<Metrics>,
@@ -115,12 +125,14 @@ impl Journal {
     /// Starts the journal and its thread (the thread ends once the journal is
     /// dropped); its commits and queue depth go to `metrics`.
     pub fn start(batches: Box<dyn BatchWriter>, metrics: Arc<Metrics>) -> std::io::Result<Self> {
-        let inline = batches.commits_inline();
+        let (inline, in_task) = (batches.commits_inline(), batches.commits_in_task());
         let shared = Arc::new(Shared {
             inline,
+            in_task,
+            retrying: AtomicBool::new(false),
             pending: Mutex::default(),
             leases: Leases::default(),
-            writer: Mutex::new(batches),
+            writer: Mutex::new(Some(batches)),
             deliver: OnceLock::new(),
             queued: AtomicU64::new(0),
             committed: watch::Sender::new(0),
@@ -191,6 +203,9 @@ impl Journal {
     /// caller goes on at once (a turn about to call its model). Outside a
     /// Tokio runtime, the journal thread does.
     pub fn commit_soon(&self) {
+        if self.shared.in_task {
+            return self.shared.commit_in_task();
+        }
         if self.shared.scheduled.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -247,15 +262,19 @@ impl Journal {
 }
 
 impl Shared {
-    fn commit_now(&self) {
+    fn commit_now(self: &Arc<Self>) {
+        if self.in_task {
+            return self.commit_in_task();
+        }
         if !self.inline {
             return self.hand_off();
         }
         for _ in 0..INLINE_ROUNDS {
             // Busy: the holder looks at the queue again after letting go.
-            let Ok(mut writer) = self.writer.try_lock() else { return };
+            let Ok(mut slot) = self.writer.try_lock() else { return };
+            let Some(writer) = slot.as_mut() else { return };
             let done = self.drain(writer.as_mut(), false, INLINE_ROUNDS);
-            drop(writer);
+            drop(slot);
             if !done {
                 break;
             }
@@ -407,8 +426,12 @@ fn background(shared: std::sync::Weak<Shared>) {
                 shared.wake.wait_timeout_while(handoff, TICK, |h| !*h).unwrap_or_else(|e| e.into_inner());
             *handoff = false;
         }
-        let mut writer = lock(&shared.writer);
-        shared.drain(writer.as_mut(), true, usize::MAX);
+        let mut slot = lock(&shared.writer);
+        // A task is committing: it hands off what it leaves.
+        let Some(writer) = slot.as_mut() else { continue };
+        if shared.drain(writer.as_mut(), true, usize::MAX) {
+            shared.retrying.store(false, Ordering::SeqCst);
+        }
         let committed = *shared.committed.borrow();
         if committed != checkpointed && (committed == last_tick || committed - checkpointed >= CHECKPOINT_AFTER) {
             checkpointed = committed;
@@ -418,13 +441,16 @@ fn background(shared: std::sync::Weak<Shared>) {
             shared.drain(writer.as_mut(), true, usize::MAX);
         }
         last_tick = committed;
-        drop(writer);
+        drop(slot);
         // Writes queued while this thread held the connection are its to commit.
         if !lock(&shared.pending).is_empty() {
             *lock(&shared.handoff) = true;
         }
     }
 }
+
+#[path = "journal_task.rs"]
+mod task;
 
 #[cfg(test)]
 #[path = "journal_tests.rs"]

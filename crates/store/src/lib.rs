@@ -86,7 +86,25 @@ pub trait BatchWriter: Send {
     fn commits_inline(&self) -> bool {
         true
     }
+    /// Whether [`Self::write_batch_async`] commits on the caller's async
+    /// runtime (PostgreSQL's writer: a connection of that runtime, so a
+    /// streamed event goes to the database and on to its subscribers with no
+    /// hop through the journal's thread).
+    fn commits_in_task(&self) -> bool {
+        false
+    }
+    /// [`Self::write_batch`] as a future of the caller's runtime, which never
+    /// waits for a lock and never retries: an error leaves the batch to the
+    /// caller (the journal gives it to its thread). Dropped before it ends,
+    /// the batch may or may not be committed; the writer stays usable.
+    fn write_batch_async<'a>(&'a mut self, writes: &'a [Write], fences: &'a [Fence]) -> BatchFuture<'a> {
+        let _ = (writes, fences);
+        Box::pin(std::future::ready(Err(Error::Writer("this writer commits on the journal's thread only".into()))))
+    }
 }
+
+/// What [`BatchWriter::write_batch_async`] gives: the sessions whose writes were left out.
+pub type BatchFuture<'a> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<SessionId>>> + Send + 'a>>;
 
 /// A session whose writes in a batch were made under this node's lease of
 /// it, taken as `epoch`: in a cluster they commit only while the lease row

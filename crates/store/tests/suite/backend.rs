@@ -84,4 +84,24 @@ impl Writer {
         assert!(done?.is_empty(), "nothing fenced, nothing refused");
         Ok(())
     }
+
+    /// Whether the writer commits from a task of the caller's runtime.
+    pub fn in_task(&self) -> bool {
+        self.0.as_ref().unwrap().commits_in_task()
+    }
+
+    /// Commits one batch from this task (as the journal's tasks do).
+    pub async fn commit_in_task(&mut self, writes: Vec<Write>) -> store::Result<()> {
+        let refused = self.0.as_mut().unwrap().write_batch_async(&writes, &[]).await?;
+        assert!(refused.is_empty(), "nothing fenced, nothing refused");
+        Ok(())
+    }
+
+    /// Starts committing a batch from this task, and drops the commit at its
+    /// first wait (the task ended under it).
+    pub async fn abandon_in_task(&mut self, writes: Vec<Write>) {
+        let commit = self.0.as_mut().unwrap().write_batch_async(&writes, &[]);
+        let polled_once = tokio::time::timeout(std::time::Duration::ZERO, commit).await;
+        assert!(polled_once.is_err(), "a round trip to the database does not end at its first poll");
+    }
 }

@@ -18,6 +18,7 @@ contract!(
     a_failing_batch_leaves_nothing,
     configuration_and_state_writes_keep_each_others_fields,
     a_writer_writes_states_over_documents_changed_since_its_last_batch,
+    a_writer_commits_from_a_task_as_from_its_thread,
     deleting_a_session_deletes_its_turns_items_and_events
 );
 
@@ -225,6 +226,55 @@ async fn a_writer_writes_states_over_documents_changed_since_its_last_batch(b: &
     writer.commit(vec![state_write(other.id, SessionStatus::Failed, 6), event_write(6, session.id, "s")]).unwrap();
     assert!(b.store.get_session(&org_id, other.id).await.unwrap().is_none());
     assert_eq!(b.store.events_after(session.id, 5, 10).await.unwrap().len(), 1);
+}
+
+/// A writer whose commits are futures of the caller's runtime (PostgreSQL's)
+/// commits what it would on the journal's thread, with one memory of the
+/// sessions' documents between the two; a commit dropped at its first wait
+/// leaves the writer usable and its batch can be written again. A writer
+/// without such commits (SQLite's) says so and writes nothing through them.
+async fn a_writer_commits_from_a_task_as_from_its_thread(b: &Backend) {
+    let org_id = org(b.store.as_ref(), "o").await;
+    let session = stored_session(b.store.as_ref(), &org_id).await;
+    let mut writer = b.writer();
+    let state_write = |status, last_active_at| {
+        let mut state = session.state();
+        (state.status, state.last_active_at) = (status, last_active_at);
+        Write::SessionState { org_id: org_id.clone(), session_id: session.id, state }
+    };
+    let t = turn(session.id, TurnStatus::InProgress);
+    let item = message(t.id, "hello");
+    let first = vec![
+        turn_write(&org_id, &t),
+        item_write(&org_id, session.id, &item),
+        state_write(SessionStatus::InProgress, 1),
+        event_write(1, session.id, "a"),
+    ];
+    let seqs = || async {
+        let events = b.store.events_after(session.id, 0, 10).await.unwrap();
+        events.iter().map(|e| e.event_id.seq()).collect::<Vec<_>>()
+    };
+    if b.kind == Kind::Sqlite {
+        assert!(!writer.in_task());
+        assert!(writer.commit_in_task(first).await.is_err());
+        assert!(seqs().await.is_empty() && b.store.get_turn(&org_id, t.id).await.unwrap().is_none());
+        return;
+    }
+    assert!(writer.in_task());
+    writer.commit_in_task(first).await.unwrap();
+    writer.commit(vec![state_write(SessionStatus::Idle, 2), event_write(2, session.id, "b")]).unwrap();
+    writer.abandon_in_task(vec![state_write(SessionStatus::Failed, 3), event_write(3, session.id, "c")]).await;
+    let last = vec![
+        state_write(SessionStatus::InProgress, 4),
+        event_write(3, session.id, "c"),
+        event_write(4, session.id, "d"),
+    ];
+    writer.commit_in_task(last).await.unwrap();
+    assert_eq!(seqs().await, [1, 2, 3, 4]);
+    assert_eq!(b.store.get_turn(&org_id, t.id).await.unwrap(), Some(t.clone()));
+    assert_eq!(b.store.turn_items(&org_id, session.id, t.id).await.unwrap(), vec![item]);
+    let stored = store::open(&b.url).await.unwrap().get_session(&org_id, session.id).await.unwrap().unwrap();
+    assert_eq!((stored.status, stored.last_active_at), (SessionStatus::InProgress, 4));
 }
 
 async fn deleting_a_session_deletes_its_turns_items_and_events(b: &Backend) {
