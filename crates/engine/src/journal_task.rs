@@ -38,6 +38,10 @@ impl Shared {
         }
         let shared = Arc::clone(self);
         runtime.spawn(async move {
+            // Out of the worker's next slot, where no other worker can take
+            // it: the tasks the caller woke (its model request's connection)
+            // run first, and an idle worker may commit meanwhile.
+            tokio::task::yield_now().await;
             // Cleared first: a write queued from here on schedules again.
             shared.scheduled.store(false, Ordering::SeqCst);
             shared.drain_in_task().await;
