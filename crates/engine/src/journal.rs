@@ -204,7 +204,7 @@ impl Journal {
     /// Tokio runtime, the journal thread does.
     pub fn commit_soon(&self) {
         if self.shared.in_task {
-            return self.shared.commit_in_task();
+            return self.shared.commit_in_task(true);
         }
         if self.shared.scheduled.swap(true, Ordering::SeqCst) {
             return;
@@ -264,7 +264,7 @@ impl Journal {
 impl Shared {
     fn commit_now(self: &Arc<Self>) {
         if self.in_task {
-            return self.commit_in_task();
+            return self.commit_in_task(false);
         }
         if !self.inline {
             return self.hand_off();

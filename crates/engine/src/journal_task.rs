@@ -27,8 +27,10 @@ type Batch = (Vec<Write>, Vec<Option<i64>>);
 impl Shared {
     /// Commits what is queued in a task of the current runtime (at most one
     /// scheduled at a time), or on the journal's thread outside a runtime,
-    /// while the database is away, or after a task's commit failed.
-    pub(super) fn commit_in_task(self: &Arc<Self>) {
+    /// while the database is away, or after a task's commit failed. The task
+    /// runs next on the caller's worker once the caller waits (streamed text
+    /// a reader waits for), or `after_others` it woke.
+    pub(super) fn commit_in_task(self: &Arc<Self>, after_others: bool) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return self.hand_off() };
         if *self.unavailable.borrow() || self.retrying.load(Ordering::SeqCst) {
             return self.hand_off();
@@ -39,9 +41,11 @@ impl Shared {
         let shared = Arc::clone(self);
         runtime.spawn(async move {
             // Out of the worker's next slot, where no other worker can take
-            // it: the tasks the caller woke (its model request's connection)
-            // run first, and an idle worker may commit meanwhile.
-            tokio::task::yield_now().await;
+            // it: the tasks the caller woke (a turn's model request's
+            // connection) run first, and an idle worker may commit meanwhile.
+            if after_others {
+                tokio::task::yield_now().await;
+            }
             // Cleared first: a write queued from here on schedules again.
             shared.scheduled.store(false, Ordering::SeqCst);
             shared.drain_in_task().await;
