@@ -9,6 +9,7 @@ use super::records::{event_write, item_write, message, org, stored_session, turn
 use protocol::ids::EventId;
 use protocol::session::SessionStatus;
 use protocol::turn::TurnStatus;
+use sqlx::Connection;
 use store::{SessionFilter, Write};
 
 contract!(
@@ -263,7 +264,13 @@ async fn a_writer_commits_from_a_task_as_from_its_thread(b: &Backend) {
     assert!(writer.in_task());
     writer.commit_in_task(first).await.unwrap();
     writer.commit(vec![state_write(SessionStatus::Idle, 2), event_write(2, session.id, "b")]).unwrap();
-    writer.abandon_in_task(vec![state_write(SessionStatus::Failed, 3), event_write(3, session.id, "c")]).await;
+    // A commit cut off while the database holds it (a lock on its table); it
+    // may still commit once the lock goes, before or after the next one.
+    let mut blocker = sqlx::PgConnection::connect(&b.url).await.unwrap();
+    sqlx::raw_sql("BEGIN; LOCK TABLE events IN EXCLUSIVE MODE").execute(&mut blocker).await.unwrap();
+    let abandoned = vec![state_write(SessionStatus::Failed, 3), event_write(3, session.id, "c")];
+    writer.abandon_in_task(abandoned, std::time::Duration::from_millis(200)).await;
+    sqlx::raw_sql("COMMIT").execute(&mut blocker).await.unwrap();
     let last = vec![
         state_write(SessionStatus::InProgress, 4),
         event_write(3, session.id, "c"),
