@@ -57,6 +57,9 @@ const CHECKPOINT_AFTER: u64 = 500;
 /// Failed batches remembered for their flushers.
 const FAILURES: usize = 64;
 
+/// A batch taken from the queue, with its writes' lease epochs.
+type Batch = (Vec<Write>, Vec<Option<i64>>);
+
 /// Called with each batch once it is committed (or failed for good).
 pub type Deliver = Box<dyn Fn(&[Write]) + Send + Sync>;
 
@@ -302,11 +305,7 @@ impl Shared {
     /// before giving the batch up (reported to its flushers and logged).
     fn drain(&self, writer: &mut dyn BatchWriter, patient: bool, rounds: usize) -> bool {
         for _ in 0..rounds {
-            let (batch, epochs): (Vec<Write>, Vec<Option<i64>>) = {
-                let mut pending = lock(&self.pending);
-                let n = pending.len().min(BATCH);
-                pending.drain(..n).unzip()
-            };
+            let (batch, epochs) = self.next_batch();
             if batch.is_empty() {
                 return true;
             }
@@ -348,6 +347,13 @@ impl Shared {
             }
         }
         lock(&self.pending).is_empty()
+    }
+
+    /// The oldest queued writes, [`BATCH`] at most, with their lease epochs.
+    fn next_batch(&self) -> Batch {
+        let mut pending = lock(&self.pending);
+        let n = pending.len().min(BATCH);
+        pending.drain(..n).unzip()
     }
 
     /// Puts a batch back at the queue's front, in order.

@@ -11,7 +11,7 @@
 //! commit at once (an error, the database away, writes that keep coming) it
 //! leaves to the journal's thread, which retries patiently.
 
-use super::{INLINE_ROUNDS, Shared, fences, lock};
+use super::{Batch, INLINE_ROUNDS, Shared, fences, lock};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -20,9 +20,6 @@ use store::{BatchWriter, Write};
 /// How long a task's commit may take before the journal's thread takes the
 /// batch over (the database stalled; the writer is the thread's meanwhile).
 const STALLED: Duration = Duration::from_secs(5);
-
-/// A batch taken from the queue, with its writes' lease epochs.
-type Batch = (Vec<Write>, Vec<Option<i64>>);
 
 impl Shared {
     /// Commits what is queued in a task of the current runtime (at most one
@@ -95,16 +92,13 @@ impl Held<'_> {
     /// back at the queue's front for the journal's thread (false).
     async fn round(&mut self) -> bool {
         let shared = self.shared;
-        let (batch, epochs): Batch = {
-            let mut pending = lock(&shared.pending);
-            let n = pending.len().min(super::BATCH);
-            pending.drain(..n).unzip()
-        };
+        // The writer first: a batch taken from the queue is never left without one.
+        let Some(writer) = self.writer.as_mut() else { return false };
+        let (batch, epochs) = shared.next_batch();
         if batch.is_empty() {
             return true;
         }
         let fences = fences(&batch, &epochs);
-        let Some(writer) = self.writer.as_mut() else { return false };
         let began = Instant::now();
         let batch = &*self.batch.insert((batch, epochs)).0;
         let outcome = tokio::time::timeout(STALLED, writer.write_batch_async(batch, &fences)).await;

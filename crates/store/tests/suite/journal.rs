@@ -231,8 +231,8 @@ async fn a_writer_writes_states_over_documents_changed_since_its_last_batch(b: &
 
 /// A writer whose commits are futures of the caller's runtime (PostgreSQL's)
 /// commits what it would on the journal's thread, with one memory of the
-/// sessions' documents between the two; a commit dropped at its first wait
-/// leaves the writer usable and its batch can be written again. A writer
+/// sessions' documents between the two; a commit cut off while the database
+/// holds it leaves the writer usable and its batch can be written again. A writer
 /// without such commits (SQLite's) says so and writes nothing through them.
 async fn a_writer_commits_from_a_task_as_from_its_thread(b: &Backend) {
     let org_id = org(b.store.as_ref(), "o").await;
