@@ -7,6 +7,7 @@ use protocol::admin::Scope;
 use server::{Config, keys};
 use std::path::PathBuf;
 
+mod log_writer;
 mod logging;
 mod rotate;
 
@@ -183,6 +184,7 @@ fn main() -> std::process::ExitCode {
         .build()
         .map_err(anyhow::Error::from)
         .and_then(|runtime| runtime.block_on(run()));
+    logging::flush();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
