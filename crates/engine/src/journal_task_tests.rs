@@ -1,7 +1,7 @@
 //! Commits in a task, against a real SQLite file behind a writer whose
 //! commits are futures (as PostgreSQL's are): made and delivered on the
 //! runtime's workers, in order; a refused or abandoned commit goes to the
-//! journal's thread and loses nothing.
+//! journal's thread and loses nothing, as does one that stalls.
 
 use crate::journal::Journal;
 use protocol::event::{Event, EventBody, SessionError};
@@ -168,4 +168,38 @@ async fn a_commit_dropped_with_its_runtime_is_made_by_the_journal_thread() {
     flushed.expect("the batch was queued again").unwrap();
     assert_eq!(f.stored().await, [1, 2]);
     assert_eq!(f.delivered().iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), [1, 2], "delivered once each");
+}
+
+#[tokio::test]
+async fn a_stalled_commit_is_taken_over_by_the_journal_thread() {
+    let f = fixture().await;
+    f.stall.store(true, Ordering::SeqCst);
+    f.write(1..=2);
+    f.journal.commit();
+    f.entered.notified().await;
+    // The task's commit now never ends. The clock, paused, moves only as the test says.
+    tokio::time::pause();
+    tokio::time::advance(std::time::Duration::from_millis(4900)).await;
+    tokio::task::yield_now().await;
+    // Real time for the journal's thread, had the batch been handed to it.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(f.delivered(), [], "still the task's before its 5 s");
+    tokio::time::advance(std::time::Duration::from_millis(200)).await;
+    tokio::time::resume();
+    let flushed = tokio::time::timeout(std::time::Duration::from_secs(10), f.journal.flush()).await;
+    flushed.expect("the stalled batch was taken over").unwrap();
+    assert_eq!(f.stored().await, [1, 2]);
+    assert_eq!(f.delivered(), [(1, true), (2, true)], "the journal's thread committed the stalled batch");
+    // And tasks commit again once the thread has caught up.
+    let mut seq = 3;
+    loop {
+        f.write(seq..=seq);
+        f.journal.flush().await.unwrap();
+        if f.delivered().last() == Some(&(seq, false)) {
+            break;
+        }
+        assert!(seq < 100, "tasks commit again once the thread has caught up");
+        seq += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
 }
