@@ -37,7 +37,7 @@ mod vaults;
 
 pub(crate) use doc::{Doc, keep_state, set_state};
 
-use crate::read_cache::{Keyed, ReadCache};
+use crate::read_cache::{Keyed, ReadCache, Sharing};
 use crate::session_cache::SessionCache;
 use crate::{BatchWriter, Result};
 use protocol::agent::AgentRecord;
@@ -51,13 +51,16 @@ pub struct SqlStore<B> {
     pub(crate) db: B,
     pub(crate) sessions: Arc<SessionCache>,
     /// Agents as a session's create reads them (`agent_id`); served only
-    /// while no other node shares the database (the sessions' cache knows).
+    /// while no other node shares the database (one [`Sharing`] for both
+    /// caches, which the cluster sets through the sessions').
     pub(crate) agents: Arc<ReadCache<AgentRecord>>,
 }
 
 impl<B> SqlStore<B> {
     pub(crate) fn new(db: B) -> Self {
-        Self { db, sessions: Default::default(), agents: Default::default() }
+        let sharing = Arc::new(Sharing::default());
+        let sessions = Arc::new(SessionCache::new(Arc::clone(&sharing)));
+        Self { db, sessions, agents: Arc::new(ReadCache::new(sharing)) }
     }
 }
 

@@ -130,9 +130,6 @@ impl<B: Backend> SqlStore<B> {
     }
 
     pub(crate) async fn get_agent_impl(&self, org_id: &str, id: &str) -> Result<Option<AgentRecord>> {
-        // Another node may change an agent: while one shares the database,
-        // every read goes to it (and what was cached before is dropped).
-        self.agents.set_shared(self.sessions.is_shared());
         let sql = || Sql::new("SELECT doc FROM agents WHERE id = $1 AND org_id = $2").bind(id).bind(org_id);
         self.cached_doc(&self.agents, org_id, &id.to_string(), sql).await
     }
