@@ -12,6 +12,8 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// The bootstrap key of organization `default` (every scope).
     pub key: String,
+    /// Dropped before `dir`, so the directory can go.
+    unmount: test_support::mounts::DetachOnDrop,
     pub dir: TempDir,
     pub http: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
@@ -107,7 +109,8 @@ impl TestServer {
             .await
             .unwrap();
         });
-        Self { addr, key, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
+        let unmount = test_support::mounts::DetachOnDrop::new(dir.path());
+        Self { addr, key, unmount, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
     }
 
     /// Stops the server and hands back its data directory.
@@ -118,6 +121,8 @@ impl TestServer {
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
+        // The directory goes on to another server, mounts and all.
+        self.unmount.defuse();
         let TestServer { dir, .. } = self;
         dir
     }

@@ -32,6 +32,8 @@ struct Served {
     key: String,
     http: reqwest::Client,
     lines: Arc<Mutex<Vec<String>>>,
+    // After the child, before the directory: the killed server's mounts go.
+    _mounts: test_support::mounts::DetachOnDrop,
     _dir: tempfile::TempDir,
 }
 
@@ -59,7 +61,8 @@ impl Served {
                 break url.to_string();
             }
         };
-        Self { _child: child, url, key, http: reqwest::Client::new(), lines, _dir: dir }
+        let _mounts = test_support::mounts::DetachOnDrop::new(dir.path());
+        Self { _child: child, url, key, http: reqwest::Client::new(), lines, _mounts, _dir: dir }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
