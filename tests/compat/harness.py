@@ -9,6 +9,7 @@ never sleep to wait for it.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import queue
 import re
@@ -85,6 +86,30 @@ def api_client(key: str, base_url: str) -> OpenAI:
         http = openai.DefaultHttpxClient(transport=ReadsElsewhere(SPLIT[1]))
         return OpenAI(api_key=key, base_url=f"{base_url}/v1", http_client=http)
     return OpenAI(api_key=key, base_url=f"{base_url}/v1")
+
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_MNT_DETACH = 2
+
+
+def detach_mounts_below(directory: Path) -> None:
+    """Lazily detaches what a stopped server left mounted under `directory`
+    (its sandbox images), deepest first, so that the directory can be removed.
+    Without the privilege to unmount, nothing was mounted either."""
+    root = str(directory.resolve())
+    try:
+        table = Path("/proc/self/mountinfo").read_text()
+    except OSError:
+        return
+    targets = []
+    for line in table.splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            target = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4])
+            if target == root or target.startswith(root + "/"):
+                targets.append(target)
+    for target in sorted(targets, key=len, reverse=True):
+        _libc.umount2(target.encode(), _MNT_DETACH)
 
 
 class Server:
@@ -205,6 +230,8 @@ class Server:
                 self.proc.kill()
                 self.proc.wait()
         self._log.close()
+        # A restart mounts the images again.
+        detach_mounts_below(self.data_dir)
         return self.proc.returncode
 
     def cleanup(self) -> None:
