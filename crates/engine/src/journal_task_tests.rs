@@ -104,6 +104,22 @@ impl Fixture {
         events.iter().map(|e| e.event_id.seq()).collect()
     }
 
+    /// Writes one event at a time from `seq` on until a task, not the
+    /// journal's thread, delivers one (once the thread has committed
+    /// everything queued, tasks commit again); the last sequence number.
+    async fn tasks_commit_again(&self, mut seq: i64) -> i64 {
+        loop {
+            self.write(seq..=seq);
+            self.journal.flush().await.unwrap();
+            if self.delivered().last() == Some(&(seq, false)) {
+                return seq;
+            }
+            assert!(seq < 100, "tasks commit again once the thread has caught up");
+            seq += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
     /// The sequence numbers delivered, and whether the journal's thread delivered each.
     fn delivered(&self) -> Vec<(i64, bool)> {
         self.delivered.lock().unwrap().iter().map(|(seq, by)| (*seq, by == "rebyte-journal")).collect()
@@ -133,18 +149,7 @@ async fn a_refused_commit_goes_to_the_journal_thread_and_loses_nothing() {
     f.journal.commit();
     f.journal.flush().await.unwrap();
     assert_eq!(f.delivered(), [(1, true), (2, true)], "the thread took the refused batch");
-    // Once the thread has committed everything queued, tasks commit again.
-    let mut seq = 3;
-    loop {
-        f.write(seq..=seq);
-        f.journal.flush().await.unwrap();
-        if f.delivered().last() == Some(&(seq, false)) {
-            break;
-        }
-        assert!(seq < 100, "tasks commit again once the thread has caught up");
-        seq += 1;
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let seq = f.tasks_commit_again(3).await;
     assert_eq!(f.stored().await, (1..=seq).collect::<Vec<_>>());
     assert_eq!(f.delivered().iter().map(|(seq, _)| *seq).collect::<Vec<_>>(), (1..=seq).collect::<Vec<_>>());
 }
@@ -190,16 +195,5 @@ async fn a_stalled_commit_is_taken_over_by_the_journal_thread() {
     flushed.expect("the stalled batch was taken over").unwrap();
     assert_eq!(f.stored().await, [1, 2]);
     assert_eq!(f.delivered(), [(1, true), (2, true)], "the journal's thread committed the stalled batch");
-    // And tasks commit again once the thread has caught up.
-    let mut seq = 3;
-    loop {
-        f.write(seq..=seq);
-        f.journal.flush().await.unwrap();
-        if f.delivered().last() == Some(&(seq, false)) {
-            break;
-        }
-        assert!(seq < 100, "tasks commit again once the thread has caught up");
-        seq += 1;
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    f.tasks_commit_again(3).await;
 }
