@@ -1,7 +1,6 @@
 //! Test support: the scripted model server and the TestServer builder shared by integration tests.
 
 pub mod model_server;
-pub mod mounts;
 pub mod npm;
 pub mod postgres;
 pub mod process;

@@ -261,6 +261,15 @@ impl Images {
     }
 }
 
+/// Detaches every mount strictly below `dir`, deepest first: what a server
+/// that let go of its images without closing them (killed, or its process
+/// holding them until exit) left mounted under its data directory.
+pub fn detach_below(dir: &Path) {
+    for mnt in mounts::below(dir).unwrap_or_default() {
+        mounts::detach(&mnt);
+    }
+}
+
 impl Drop for Images {
     /// The last one open over a root unmounts its images (the next start
     /// mounts them again) and the root's own bind.
@@ -273,9 +282,7 @@ impl Drop for Images {
             return;
         }
         self.pool.close();
-        for mnt in mounts::below(&self.root).unwrap_or_default() {
-            mounts::detach(&mnt);
-        }
+        detach_below(&self.root);
         mounts::detach(&self.root);
     }
 }

@@ -13,11 +13,35 @@ pub struct TestServer {
     /// The bootstrap key of organization `default` (every scope).
     pub key: String,
     /// Dropped before `dir`, so the directory can go.
-    unmount: test_support::mounts::DetachOnDrop,
+    unmount: DetachOnDrop,
     pub dir: TempDir,
     pub http: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// Detaches what a server left mounted under its data directory when dropped
+/// (declared before the directory's `TempDir`, so it drops first and the
+/// directory can go), unless defused.
+pub struct DetachOnDrop(Option<std::path::PathBuf>);
+
+impl DetachOnDrop {
+    pub fn new(dir: &std::path::Path) -> Self {
+        Self(Some(dir.to_path_buf()))
+    }
+
+    /// Leaves the mounts where they are (the directory goes on to another server).
+    pub fn defuse(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for DetachOnDrop {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            sandbox::disk::detach_below(&dir);
+        }
+    }
 }
 
 /// A rebyte.toml sending every model to the scripted server, with short
@@ -109,7 +133,7 @@ impl TestServer {
             .await
             .unwrap();
         });
-        let unmount = test_support::mounts::DetachOnDrop::new(dir.path());
+        let unmount = DetachOnDrop::new(dir.path());
         Self { addr, key, unmount, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
     }
 

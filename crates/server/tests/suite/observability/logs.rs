@@ -5,7 +5,7 @@
 //! master key, a vault secret or a session's MCP authorization.
 
 use crate::suite::mcp::dead_url;
-use crate::support::{rebyte_bin, test_key};
+use crate::support::{DetachOnDrop, rebyte_bin, test_key};
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,7 @@ struct Served {
     http: reqwest::Client,
     lines: Arc<Mutex<Vec<String>>>,
     // After the child, before the directory: the killed server's mounts go.
-    _mounts: test_support::mounts::DetachOnDrop,
+    _mounts: DetachOnDrop,
     _dir: tempfile::TempDir,
 }
 
@@ -61,7 +61,7 @@ impl Served {
                 break url.to_string();
             }
         };
-        let _mounts = test_support::mounts::DetachOnDrop::new(dir.path());
+        let _mounts = DetachOnDrop::new(dir.path());
         Self { _child: child, url, key, http: reqwest::Client::new(), lines, _mounts, _dir: dir }
     }
 
