@@ -44,6 +44,26 @@ impl Drop for DetachOnDrop {
     }
 }
 
+/// A temporary directory for a server started as a process of its own: what
+/// that server left mounted under it (a killed one cannot unmount) is
+/// detached before the directory goes.
+pub struct Scratch {
+    // Fields drop in order: the mounts first, then the directory.
+    _unmount: DetachOnDrop,
+    dir: TempDir,
+}
+
+impl Scratch {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self { _unmount: DetachOnDrop::new(dir.path()), dir }
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+}
+
 /// A rebyte.toml sending every model to the scripted server, with short
 /// timeouts and no retries so that failure tests are quick.
 pub fn models_toml(model: &test_support::model_server::ModelServer) -> String {

@@ -7,7 +7,7 @@
 //! (send it again): never 202 for a turn that was not written.
 
 use super::{first_node, running_turn, settled_turn, spawn_node};
-use crate::support::{models_toml, types};
+use crate::support::{Scratch, models_toml, types};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use test_support::model_server::{ModelServer, Step};
@@ -44,7 +44,7 @@ async fn a_node_cut_off_past_its_lease_writes_nothing_more_to_the_session_taken_
     let model = ModelServer::with_script([Step::stall(), Step::text("after the takeover")]).await.unwrap();
     let toml = models_toml(&model);
     let Some(a) = first_node("taker", &toml).await else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new();
     let (mut cut_off, url) = spawn_node(&a, "cut-off", &toml, dir.path());
     let http = reqwest::Client::new();
     assert_eq!(leases_lost(&http, &url).await, 0.0);

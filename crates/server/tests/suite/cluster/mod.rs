@@ -6,7 +6,7 @@
 
 mod fence;
 
-use crate::support::{TestServer, models_toml, open_stream, read_until, rebyte_bin, test_database, types};
+use crate::support::{Scratch, TestServer, models_toml, open_stream, read_until, rebyte_bin, test_database, types};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -282,7 +282,7 @@ async fn a_node_killed_mid_turn_is_survived_by_another() {
     let model = ModelServer::with_script([Step::stall(), Step::text("after the loss")]).await.unwrap();
     let toml = models_toml(&model);
     let Some(a) = first_node("survivor", &toml).await else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new();
     let (mut doomed, url) = spawn_node(&a, "doomed", &toml, dir.path());
     let (sid, turn_id) = running_turn(&a, &url, "stall").await;
     doomed.kill().unwrap();
@@ -308,7 +308,7 @@ async fn an_environment_is_served_by_its_node_and_unavailable_while_that_node_is
     model.set_looping(true);
     let toml = models_toml(&model);
     let Some(a) = first_node("keeper", &toml).await else { return };
-    let dir = tempfile::tempdir().unwrap();
+    let dir = Scratch::new();
     let (mut home, url) = spawn_node(&a, "home", &toml, dir.path());
     let http = reqwest::Client::new();
     let created = http

@@ -5,7 +5,7 @@
 //! master key, a vault secret or a session's MCP authorization.
 
 use crate::suite::mcp::dead_url;
-use crate::support::{DetachOnDrop, rebyte_bin, test_key};
+use crate::support::{Scratch, rebyte_bin, test_key};
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -32,14 +32,13 @@ struct Served {
     key: String,
     http: reqwest::Client,
     lines: Arc<Mutex<Vec<String>>>,
-    // After the child, before the directory: the killed server's mounts go.
-    _mounts: DetachOnDrop,
-    _dir: tempfile::TempDir,
+    // After the child: the killed server's mounts go, then its directory.
+    _dir: Scratch,
 }
 
 impl Served {
     async fn start(args: &[&str], env: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = Scratch::new();
         let key = test_key("logs");
         let mut command = Command::new(rebyte_bin());
         command.args(["serve", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path()).args(args);
@@ -61,8 +60,7 @@ impl Served {
                 break url.to_string();
             }
         };
-        let _mounts = DetachOnDrop::new(dir.path());
-        Self { _child: child, url, key, http: reqwest::Client::new(), lines, _mounts, _dir: dir }
+        Self { _child: child, url, key, http: reqwest::Client::new(), lines, _dir: dir }
     }
 
     async fn call(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
