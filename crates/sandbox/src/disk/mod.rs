@@ -270,6 +270,13 @@ pub fn detach_below(dir: &Path) {
     }
 }
 
+/// [`detach_below`], then `root` itself: everything images opened over
+/// `root` mounted, the root's own bind included.
+pub fn detach_root(root: &Path) {
+    detach_below(root);
+    mounts::detach(root);
+}
+
 impl Drop for Images {
     /// The last one open over a root unmounts its images (the next start
     /// mounts them again) and the root's own bind.
@@ -282,7 +289,6 @@ impl Drop for Images {
             return;
         }
         self.pool.close();
-        detach_below(&self.root);
-        mounts::detach(&self.root);
+        detach_root(&self.root);
     }
 }

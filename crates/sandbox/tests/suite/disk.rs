@@ -160,8 +160,7 @@ async fn an_opening_detaches_the_images_of_a_killed_servers_deleted_data_directo
     assert!(mounted(&live.path().join("env_live")), "a live root's image is left alone");
     // What the forgotten images still hold (the pool's mounts and images,
     // whose files this test left, and the root's own bind) goes with the test.
-    sandbox::disk::detach_below(killed.path());
-    let _ = nix::mount::umount2(killed.path(), nix::mount::MntFlags::MNT_DETACH);
+    sandbox::disk::detach_root(killed.path());
 }
 
 /// Closing the images while the pool refills (a take just started one):

@@ -12,55 +12,31 @@ pub struct TestServer {
     pub addr: SocketAddr,
     /// The bootstrap key of organization `default` (every scope).
     pub key: String,
-    /// Dropped before `dir`, so the directory can go.
-    unmount: DetachOnDrop,
-    pub dir: TempDir,
+    pub dir: Scratch,
     pub http: reqwest::Client,
     stop: Option<oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// Detaches what a server left mounted under its data directory when dropped
-/// (declared before the directory's `TempDir`, so it drops first and the
-/// directory can go), unless defused.
-pub struct DetachOnDrop(Option<std::path::PathBuf>);
-
-impl DetachOnDrop {
-    pub fn new(dir: &std::path::Path) -> Self {
-        Self(Some(dir.to_path_buf()))
-    }
-
-    /// Leaves the mounts where they are (the directory goes on to another server).
-    pub fn defuse(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for DetachOnDrop {
-    fn drop(&mut self) {
-        if let Some(dir) = self.0.take() {
-            sandbox::disk::detach_below(&dir);
-        }
-    }
-}
-
-/// A temporary directory for a server started as a process of its own: what
-/// that server left mounted under it (a killed one cannot unmount) is
-/// detached before the directory goes.
-pub struct Scratch {
-    // Fields drop in order: the mounts first, then the directory.
-    _unmount: DetachOnDrop,
-    dir: TempDir,
-}
+/// A server's temporary data directory: what a server left mounted under it
+/// (a killed one cannot unmount; an in-process one may keep its images until
+/// the process ends) is detached when it is dropped, before the directory
+/// goes. Moved from a stopped server to the next one, it keeps its mounts.
+pub struct Scratch(TempDir);
 
 impl Scratch {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        Self { _unmount: DetachOnDrop::new(dir.path()), dir }
+        Self(tempfile::tempdir().unwrap())
     }
 
     pub fn path(&self) -> &std::path::Path {
-        self.dir.path()
+        self.0.path()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        sandbox::disk::detach_below(self.0.path());
     }
 }
 
@@ -121,15 +97,14 @@ impl TestServer {
 
     /// Starts a server after letting `configure` adjust its configuration.
     pub async fn start_with(configure: impl FnOnce(&mut Config)) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        Self::start_in(dir, configure).await
+        Self::start_in(Scratch::new(), configure).await
     }
 
     /// Starts a server on an existing data directory (for restart tests).
     /// With `REBYTE_TEST_DATABASE_URL` set, the store is a PostgreSQL database
     /// of that cluster, fresh for each data directory (its URL is kept in the
     /// directory, so a restart finds the same database).
-    pub async fn start_in(dir: TempDir, configure: impl FnOnce(&mut Config)) -> Self {
+    pub async fn start_in(dir: Scratch, configure: impl FnOnce(&mut Config)) -> Self {
         let mut config = Config::new(dir.path());
         config.database_url = postgres_database(dir.path()).await;
         config.bootstrap_key = Some(test_key("boot"));
@@ -153,20 +128,17 @@ impl TestServer {
             .await
             .unwrap();
         });
-        let unmount = DetachOnDrop::new(dir.path());
-        Self { addr, key, unmount, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
+        Self { addr, key, dir, http: reqwest::Client::new(), stop: Some(stop), task: Some(task) }
     }
 
     /// Stops the server and hands back its data directory.
-    pub async fn stop(mut self) -> TempDir {
+    pub async fn stop(mut self) -> Scratch {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         if let Some(task) = self.task.take() {
             let _ = task.await;
         }
-        // The directory goes on to another server, mounts and all.
-        self.unmount.defuse();
         let TestServer { dir, .. } = self;
         dir
     }
