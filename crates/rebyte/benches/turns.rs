@@ -67,8 +67,13 @@ impl Client {
     }
 
     async fn subscribe(&self, sid: &str) -> impl futures::Stream<Item = Value> + use<> {
+        self.subscribe_timed(sid).await.map(|(_, event)| event)
+    }
+
+    /// The session's events, each with when the bytes that completed it arrived.
+    async fn subscribe_timed(&self, sid: &str) -> impl futures::Stream<Item = (Instant, Value)> + use<> {
         let url = format!("{}/v1/agents/sessions/{sid}/events", self.url);
-        common::subscribe(&self.http, &url).await.map(|(_, event)| event)
+        common::subscribe(&self.http, &url).await
     }
 
     async fn send(&self, sid: &str, text: &str) {
@@ -164,7 +169,7 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> First
     let sid = client.session(json!({"model": "bench-model"})).await;
     let (mut through, mut raw, mut through_net, mut raw_net) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let trace = std::env::var("BENCH_TRACE").is_ok();
-    let mut events = Box::pin(client.subscribe(&sid).await);
+    let mut events = Box::pin(client.subscribe_timed(&sid).await);
     for _ in 0..runs {
         model.push(text_step());
         let start = Instant::now();
@@ -172,15 +177,17 @@ async fn first_delta(client: &Client, model: &ModelServer, runs: usize) -> First
         let posted = start.elapsed();
         let mut marks = Vec::new();
         let mut seen_at = start;
-        while let Some(e) = events.next().await {
+        // Stamped when the delta's bytes arrived, as the direct request's
+        // text is below: parsing the events read with it is the client's time.
+        while let Some((at, e)) = events.next().await {
             let kind = e["type"].as_str().unwrap_or("").trim_start_matches("agent.session.").to_string();
-            marks.push(format!("{kind}@{:.2}", ms(start.elapsed())));
+            marks.push(format!("{kind}@{:.2}", ms(at - start)));
             if kind == "turn.output_text.delta" {
-                seen_at = Instant::now();
+                seen_at = at;
                 break;
             }
         }
-        until_turn_ends(&mut events).await;
+        until_turn_ends(&mut (&mut events).map(|(_, e)| e)).await;
         let (asked, text_sent) = note(model, start, seen_at, &mut through, &mut through_net);
         if trace {
             eprintln!(
