@@ -10,11 +10,13 @@
 //! (cloned before it, as slaves); open it before any agent is cloned. New
 //! images come formatted and mounted from a small pool ([`pool`]) and are
 //! moved into place. A restart mounts every image again (a killed server's
-//! mounts are reused as they are); an opening also detaches the images a
-//! killed server left mounted over a data directory deleted since. A deleted environment's files go at once;
-//! its image stays while a fork's layer made from it
-//! ([`crate::layers::LayerStore::fork`], which puts a layer on the source's
-//! filesystem) is still in use, and [`Images::sweep`] frees it after.
+//! mounts are reused as they are); an opening also detaches what a killed
+//! server left mounted over a data directory deleted since (its images, the
+//! root's and the pool's binds), so that the directory can go. A deleted
+//! environment's files go at once; its image stays while a fork's layer
+//! made from it ([`crate::layers::LayerStore::fork`], which puts a layer on
+//! the source's filesystem) is still in use, and [`Images::sweep`] frees it
+//! after.
 //!
 //! Without root or a loop device there is no quota: [`Images::open`] says
 //! why in one warning and returns none.
@@ -30,6 +32,11 @@ use std::sync::{Arc, Mutex};
 
 /// The directory of the images under the environments' root.
 pub const IMAGES: &str = ".images";
+/// The directory under [`IMAGES`] where prepared images are mounted.
+const POOL: &str = "pool";
+/// Written in [`IMAGES`] by every opening before it mounts anything: a root
+/// whose images directory lost it (and its images) was deleted.
+const OPENED: &str = "opened";
 /// Marks an image whose environment is deleted (kept for its layers).
 const DELETED: &str = ".deleted";
 /// Where a forked environment's layers live inside its image.
@@ -93,10 +100,12 @@ impl Images {
         if !Path::new("/dev/loop-control").exists() {
             return Err(Error::Create("no /dev/loop-control".into()));
         }
-        let pool_dir = root.join(IMAGES).join("pool");
+        let pool_dir = root.join(IMAGES).join(POOL);
         std::fs::create_dir_all(&pool_dir).map_err(io(format!("create {}", pool_dir.display())))?;
+        let opened = root.join(IMAGES).join(OPENED);
+        std::fs::write(&opened, b"").map_err(io(format!("write {}", opened.display())))?;
         let root = std::fs::canonicalize(root).map_err(io(format!("resolve {}", root.display())))?;
-        let pool_dir = root.join(IMAGES).join("pool");
+        let pool_dir = root.join(IMAGES).join(POOL);
         mounts::share(&root)?;
         mounts::private(&pool_dir)?;
         let skeleton = skeleton.iter().map(|d| d.to_string()).collect();
@@ -105,8 +114,9 @@ impl Images {
         // whose data directories were deleted since.
         pool.clear();
         let swept = mounts::sweep_orphans();
-        if swept > 0 {
-            tracing::info!(mounts = swept, "detached the disk images of deleted data directories");
+        let roots = mounts::sweep_deleted_roots(OPENED);
+        if swept + roots > 0 {
+            tracing::info!(mounts = swept, roots, "detached the disk images of deleted data directories");
         }
         let images = Images { root, pool, base };
         OPEN.lock().unwrap_or_else(|e| e.into_inner()).push(images.root.clone());

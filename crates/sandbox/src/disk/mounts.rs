@@ -2,7 +2,8 @@
 //! binding the environments' root onto itself as a shared mount (so that an
 //! image mounted under it later reaches warm agents cloned before), moving a
 //! prepared image's mount into place, detaching one, and detaching those a
-//! killed server left over a data directory deleted since.
+//! killed server left over a data directory deleted since (its images' loop
+//! mounts, then the binds they were under).
 
 use crate::agent::mounts::unescape;
 use crate::error::{Error, Result};
@@ -12,6 +13,9 @@ use std::path::{Path, PathBuf};
 /// One line of `/proc/self/mountinfo`, the parts used here.
 pub(super) struct MountEntry {
     pub target: PathBuf,
+    /// The directory of the mounted filesystem it shows (`/` unless a bind
+    /// of a directory below that filesystem's top).
+    pub fs_root: PathBuf,
     pub shared: bool,
     /// The mounted device (`/dev/loop3`) or other source.
     pub source: String,
@@ -24,12 +28,13 @@ pub(super) fn table() -> Result<Vec<MountEntry>> {
         .lines()
         .filter_map(|line| {
             let fields: Vec<&str> = line.split(' ').collect();
+            let fs_root = PathBuf::from(unescape(fields.get(3)?));
             let target = PathBuf::from(unescape(fields.get(4)?));
             let optional = fields.iter().skip(6).take_while(|f| **f != "-");
             let shared = optional.clone().any(|f| f.starts_with("shared:"));
             let mut after = fields.iter().skip_while(|f| **f != "-");
             let source = after.nth(2).map(|s| unescape(s)).unwrap_or_default();
-            Some(MountEntry { target, shared, source })
+            Some(MountEntry { target, fs_root, shared, source })
         })
         .collect())
 }
@@ -115,6 +120,52 @@ pub(super) fn sweep_orphans() -> usize {
     swept
 }
 
+/// Detaches the binds a killed server left over a data directory deleted
+/// since, which hold no image but keep `rm -rf` from removing their mount
+/// points: the pool's directory (`<root>/.images/pool`) and the
+/// environments' root bound onto itself. A root counts as deleted when its
+/// images directory has lost its `marker` (written by every opening before
+/// its first mount) and every image; a root that is a filesystem's own top
+/// (a volume mounted there) is never detached, only the pool's bind below
+/// it. Run after [`sweep_orphans`]. Returns how many roots were swept.
+pub(super) fn sweep_deleted_roots(marker: &str) -> usize {
+    let Ok(entries) = table() else { return 0 };
+    let mut pools: Vec<&Path> = entries.iter().map(|m| m.target.as_path()).filter(|t| is_pool(t)).collect();
+    pools.dedup();
+    let mut swept = 0;
+    for pool in pools {
+        let Some(images) = pool.parent() else { continue };
+        if !deleted(images, marker) {
+            continue;
+        }
+        detach(pool);
+        let root = images.parent();
+        if let Some(root) = root
+            && entries.iter().any(|m| m.target == root && m.fs_root != Path::new("/"))
+        {
+            detach(root);
+        }
+        swept += 1;
+    }
+    swept
+}
+
+/// Whether `path` is an images directory's pool (`…/.images/pool`).
+fn is_pool(path: &Path) -> bool {
+    let images = path.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES);
+    images && path.file_name().is_some_and(|n| n == super::POOL)
+}
+
+/// Whether the images directory `images` is what deleting its data
+/// directory leaves: no `marker`, no image.
+fn deleted(images: &Path, marker: &str) -> bool {
+    if images.join(marker).exists() {
+        return false;
+    }
+    let Ok(entries) = std::fs::read_dir(images) else { return false };
+    !entries.flatten().any(|e| e.path().extension().is_some_and(|x| x == "img"))
+}
+
 /// Whether `file` names one of this module's images (`…/.images/*.img`).
 fn orphaned_image(file: &Path) -> bool {
     let in_images = file.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES);
@@ -131,6 +182,25 @@ mod tests {
         assert!(orphaned_image(Path::new("/d/environments/.images/pool-ab.img")));
         assert!(!orphaned_image(Path::new("/srv/disks/vm.img")));
         assert!(!orphaned_image(Path::new("/tmp/x/environments/.images/notes.txt")));
+    }
+
+    #[test]
+    fn only_an_images_directorys_pool_counts_as_a_pool() {
+        assert!(is_pool(Path::new("/d/environments/.images/pool")));
+        assert!(!is_pool(Path::new("/d/environments/pool")));
+        assert!(!is_pool(Path::new("/d/environments/.images/env_pool")));
+    }
+
+    #[test]
+    fn an_images_directory_counts_as_deleted_without_its_marker_and_images() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("pool")).unwrap();
+        assert!(deleted(dir.path(), "opened"), "what rm -rf leaves");
+        std::fs::write(dir.path().join("env_1.img"), b"").unwrap();
+        assert!(!deleted(dir.path(), "opened"), "an image left");
+        std::fs::remove_file(dir.path().join("env_1.img")).unwrap();
+        std::fs::write(dir.path().join("opened"), b"").unwrap();
+        assert!(!deleted(dir.path(), "opened"), "opened, before its first image");
     }
 
     #[test]

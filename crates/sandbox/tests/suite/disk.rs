@@ -137,30 +137,50 @@ async fn an_opening_detaches_the_images_of_a_killed_servers_deleted_data_directo
     let mount = killed.path().join("env_k");
     assert!(mounted(&mount));
     let mount = std::fs::canonicalize(&mount).unwrap();
+    let root = std::fs::canonicalize(killed.path()).unwrap();
+    let pool = root.join(".images/pool");
     std::mem::forget(images);
     let live = tempfile::tempdir().unwrap();
     let kept = Images::open(live.path(), QUOTA).unwrap();
     kept.ensure("env_live", QUOTA).await.unwrap();
-    // The data directory deleted as far as it can be (as `rm -rf` would): the
-    // image files go, the mount points stay busy.
-    for f in std::fs::read_dir(killed.path().join(".images")).unwrap().flatten() {
-        if f.path().extension().is_some_and(|e| e == "img") {
-            std::fs::remove_file(f.path()).unwrap();
-        }
-    }
     let listed = |p: &Path| {
         let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
         table.lines().any(|l| l.split(' ').nth(4) == p.to_str())
     };
+    let below = |p: &Path| {
+        let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+        table.lines().filter_map(|l| l.split(' ').nth(4)).filter(|t| Path::new(t).starts_with(p)).count()
+    };
+    // The killed server's pool refilled (two images ready) before it "died".
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while below(&pool) < 3 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(below(&pool), 3, "the pool's bind and its two ready images");
+    // The data directory deleted as far as it can be: its files go, the
+    // mount points stay busy.
+    let rm_rf = |p: &Path| {
+        std::process::Command::new("rm")
+            .arg("-rf")
+            .arg(p)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success()
+    };
+    assert!(!rm_rf(killed.path()), "busy mount points stay");
     assert!(listed(&mount), "the killed server's image is still mounted");
+    assert!(listed(&pool) && listed(&root), "and the binds it was under");
 
     let again = tempfile::tempdir().unwrap();
     let _opened = Images::open(again.path(), QUOTA).unwrap();
     assert!(!listed(&mount), "detached by the next opening");
+    assert_eq!(below(&root), 0, "nothing left mounted under the deleted root, itself included");
     assert!(mounted(&live.path().join("env_live")), "a live root's image is left alone");
-    // What the forgotten images still hold (the pool's mounts and images,
-    // whose files this test left, and the root's own bind) goes with the test.
-    sandbox::disk::detach_root(killed.path());
+    assert!(listed(&std::fs::canonicalize(live.path()).unwrap()), "and so is its root's bind");
+    assert!(rm_rf(killed.path()) && !killed.path().exists(), "the deleted data directory can go now");
+    // In case the sweep missed something, the test leaves no mount behind.
+    sandbox::disk::detach_root(&root);
 }
 
 /// Closing the images while the pool refills (a take just started one):
