@@ -131,6 +131,7 @@ pub(super) fn sweep_orphans() -> usize {
 pub(super) fn sweep_deleted_roots(marker: &str) -> usize {
     let Ok(entries) = table() else { return 0 };
     let mut pools: Vec<&Path> = entries.iter().map(|m| m.target.as_path()).filter(|t| is_pool(t)).collect();
+    pools.sort();
     pools.dedup();
     let mut swept = 0;
     for pool in pools {
@@ -139,8 +140,7 @@ pub(super) fn sweep_deleted_roots(marker: &str) -> usize {
             continue;
         }
         detach(pool);
-        let root = images.parent();
-        if let Some(root) = root
+        if let Some(root) = images.parent()
             && entries.iter().any(|m| m.target == root && m.fs_root != Path::new("/"))
         {
             detach(root);
@@ -150,10 +150,14 @@ pub(super) fn sweep_deleted_roots(marker: &str) -> usize {
     swept
 }
 
+/// Whether `path` is directly in an images directory (`…/.images/*`).
+fn in_images(path: &Path) -> bool {
+    path.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES)
+}
+
 /// Whether `path` is an images directory's pool (`…/.images/pool`).
 fn is_pool(path: &Path) -> bool {
-    let images = path.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES);
-    images && path.file_name().is_some_and(|n| n == super::POOL)
+    in_images(path) && path.file_name().is_some_and(|n| n == super::POOL)
 }
 
 /// Whether the images directory `images` is what deleting its data
@@ -168,8 +172,7 @@ fn deleted(images: &Path, marker: &str) -> bool {
 
 /// Whether `file` names one of this module's images (`…/.images/*.img`).
 fn orphaned_image(file: &Path) -> bool {
-    let in_images = file.parent().and_then(Path::file_name).is_some_and(|d| d == super::IMAGES);
-    in_images && file.extension().is_some_and(|e| e == "img")
+    in_images(file) && file.extension().is_some_and(|e| e == "img")
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ async fn an_opening_detaches_the_images_of_a_killed_servers_deleted_data_directo
     assert!(!listed(&mount), "detached by the next opening");
     assert_eq!(below(&root), 0, "nothing left mounted under the deleted root, itself included");
     assert!(mounted(&live.path().join("env_live")), "a live root's image is left alone");
-    assert!(listed(&std::fs::canonicalize(live.path()).unwrap()), "and so is its root's bind");
+    assert!(mounted(live.path()), "and so is its root's bind");
     assert!(rm_rf(killed.path()) && !killed.path().exists(), "the deleted data directory can go now");
     // In case the sweep missed something, the test leaves no mount behind.
     sandbox::disk::detach_root(&root);
